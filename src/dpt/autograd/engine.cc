@@ -1,0 +1,125 @@
+#include "dpt/autograd/engine.h"
+
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "dpt/autograd/node.h"
+
+namespace dpt::autograd {
+
+namespace {
+thread_local bool t_grad_enabled = true;
+
+// out += in, elementwise; both f32 of equal size.
+void add_into(const Tensor& out, const Tensor& in) {
+  float* o = out.data<float>();
+  const float* i = in.data<float>();
+  const int64_t n = out.numel();
+  for (int64_t k = 0; k < n; ++k) o[k] += i[k];
+}
+
+void check_grad_shape(const Node& node, const TensorImpl& input, const Tensor& grad) {
+  if (shape_numel(grad.shape()) != shape_numel(input.shape)) {
+    throw std::logic_error("autograd: " + node.op + " returned a gradient of shape " + shape_str(grad.shape()) +
+                           " for an input of shape " + shape_str(input.shape));
+  }
+}
+
+// Nodes reachable from `root`, each after every node that consumes its output.
+std::vector<Node*> reverse_topological_order(Node* root) {
+  std::vector<Node*> order;
+  std::unordered_set<Node*> visited;
+  // Iterative post-order DFS: deep graphs (ResNet) must not overflow the stack.
+  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};
+  visited.insert(root);
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const auto& input = node->inputs[next++];
+      Node* producer = input ? input->grad_fn.get() : nullptr;
+      if (producer && visited.insert(producer).second) stack.push_back({producer, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return {order.rbegin(), order.rend()};
+}
+}  // namespace
+
+bool grad_enabled() { return t_grad_enabled; }
+
+NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+
+bool should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!t_grad_enabled) return false;
+  for (const Tensor* t : inputs) {
+    if (t && t->defined() && t->needs_grad()) return true;
+  }
+  return false;
+}
+
+void record(Tensor& output, std::string op, std::initializer_list<const Tensor*> inputs, BackwardFn backward) {
+  auto node = std::make_shared<Node>();
+  node->op = std::move(op);
+  for (const Tensor* t : inputs) {
+    node->inputs.push_back(t && t->defined() && t->needs_grad() ? t->impl_ptr() : nullptr);
+  }
+  node->backward = std::move(backward);
+  output.impl()->grad_fn = std::move(node);
+}
+
+void backward(const Tensor& root) {
+  if (!root.defined() || root.numel() != 1) {
+    throw std::invalid_argument("backward() needs a one-element loss tensor, got shape " +
+                                (root.defined() ? shape_str(root.shape()) : std::string("<undefined>")));
+  }
+  if (!root.needs_grad()) {
+    throw std::invalid_argument("backward(): the loss does not depend on any tensor that requires grad");
+  }
+  const Tensor seed = Tensor::full(root.shape(), 1.0f, root.device());
+  if (!root.impl()->grad_fn) {  // the loss is itself a leaf
+    if (!root.impl()->grad) root.impl()->grad = seed.impl_ptr();
+    else add_into(Tensor(root.impl()->grad), seed);
+    return;
+  }
+
+  std::unordered_map<Node*, Tensor> grad_of_output{{root.impl()->grad_fn.get(), seed}};
+  std::unordered_set<Node*> owned_sums;
+  for (Node* node : reverse_topological_order(root.impl()->grad_fn.get())) {
+    auto found = grad_of_output.find(node);
+    if (found == grad_of_output.end()) continue;  // no gradient flowed here
+    const Tensor grad_output = std::move(found->second);
+    grad_of_output.erase(found);
+    std::vector<Tensor> grads = node->backward(grad_output);
+    if (grads.size() != node->inputs.size()) {
+      throw std::logic_error("autograd: " + node->op + " returned the wrong number of gradients");
+    }
+    for (size_t i = 0; i < grads.size(); ++i) {
+      TensorImpl* input = node->inputs[i].get();
+      if (!input || !grads[i].defined()) continue;
+      check_grad_shape(*node, *input, grads[i]);
+      if (input->grad_fn) {
+        auto [slot, inserted] = grad_of_output.try_emplace(input->grad_fn.get(), grads[i]);
+        // The first gradient may alias a buffer an op still holds (reshape and add pass
+        // theirs through), so a sum gets its own copy before anything is added into it.
+        if (!inserted) {
+          if (owned_sums.insert(input->grad_fn.get()).second) slot->second = slot->second.clone();
+          add_into(slot->second, grads[i]);
+        }
+      } else if (input->requires_grad) {
+        if (!input->grad) {
+          Tensor fresh = grads[i].clone();  // never alias a buffer the graph still uses
+          fresh.impl()->shape = input->shape;
+          input->grad = fresh.impl_ptr();
+        } else {
+          add_into(Tensor(input->grad), grads[i]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace dpt::autograd

@@ -1,0 +1,16 @@
+// Host memory for tensors. Training allocates the same sizes step after step; returning
+// those blocks to the system and asking again costs a page fault per 4 KiB on every
+// step (large blocks are mmap'ed fresh each time). So freed blocks are kept, by size,
+// and handed out again: after the first step, training allocates nothing new.
+#pragma once
+
+#include <cstddef>
+
+namespace dpt {
+
+// 64-byte aligned block of at least `bytes`; never null (throws std::bad_alloc).
+void* allocate_host(size_t bytes);
+// Returns a block from allocate_host(bytes) to the cache.
+void release_host(void* block, size_t bytes);
+
+}  // namespace dpt

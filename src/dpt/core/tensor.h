@@ -1,0 +1,107 @@
+// Tensor: a dense, contiguous, row-major array with a shape, a dtype and a device, whose
+// storage is shared between views (reshape, detach) so that no op copies needlessly.
+// A Tensor is a cheap handle; copying it aliases the same data, as in PyTorch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpt/core/device.h"
+
+namespace dpt {
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& shape);  // "[256, 1, 28, 28]"
+int64_t shape_numel(const Shape& shape);
+
+enum class DType { f32, i64 };
+size_t dtype_size(DType dtype);
+const char* dtype_name(DType dtype);
+
+// Aligned host memory, freed when the last tensor viewing it goes away.
+class Storage {
+ public:
+  explicit Storage(size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+namespace autograd {
+struct Node;
+}
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  DType dtype = DType::f32;
+  Device device;
+  bool requires_grad = false;                  // a leaf whose .grad() backward fills
+  std::shared_ptr<TensorImpl> grad;            // accumulated gradient of a leaf
+  std::shared_ptr<autograd::Node> grad_fn;     // the op that produced this tensor, if recorded
+  std::string name;                            // optional, for error messages ("conv1.weight")
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // Factories. Contents of empty() are uninitialised.
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = {});
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = {});
+  static Tensor full(const Shape& shape, float value, Device device = {});
+  static Tensor from_vector(const std::vector<float>& values, const Shape& shape, Device device = {});
+  static Tensor from_labels(const std::vector<int64_t>& labels, Device device = {});
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->shape; }
+  int64_t dim(int i) const;  // size of axis i; negative i counts from the end
+  int64_t numel() const { return shape_numel(impl_->shape); }
+  int ndim() const { return static_cast<int>(impl_->shape.size()); }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->device; }
+  size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
+
+  template <class T>
+  T* data() const;  // checked against dtype
+  float item() const;  // the single value of a one-element f32 tensor
+  std::vector<float> to_vector() const;
+
+  // Autograd.
+  bool requires_grad() const { return impl_->requires_grad; }
+  Tensor& set_requires_grad(bool value);
+  bool needs_grad() const;        // requires grad itself or was computed from one that does
+  Tensor grad() const;            // undefined until a backward() reached this tensor
+  void zero_grad() const;         // drops the accumulated gradient
+  void backward() const;          // this must be a one-element tensor (a loss)
+  Tensor detach() const;          // same storage, no history
+  const std::string& name() const { return impl_->name; }
+  Tensor& set_name(std::string name);
+
+  // A new tensor with its own copy of the data (no history).
+  Tensor clone() const;
+  // Copies the values of `src` (same numel and dtype) into this tensor's storage.
+  void copy_from(const Tensor& src) const;
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+template <>
+float* Tensor::data<float>() const;
+template <>
+int64_t* Tensor::data<int64_t>() const;
+
+}  // namespace dpt
