@@ -1,0 +1,48 @@
+#include "dpt/autograd/node.h"
+#include "dpt/ops/check.h"
+#include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/ops.h"
+
+namespace dpt::ops {
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
+  const std::string op = "conv2d";
+  require_rank(x, 4, op, "input");
+  require_rank(weight, 4, op, "weight");
+  require(stride >= 1 && padding >= 0, op, "stride must be >= 1 and padding >= 0");
+  require(x.dim(1) == weight.dim(1), op,
+          "input " + shape_str(x.shape()) + " has " + std::to_string(x.dim(1)) + " channels but weight " +
+              shape_str(weight.shape()) + " expects " + std::to_string(weight.dim(1)));
+  if (bias.defined()) {
+    require_rank(bias, 1, op, "bias");
+    require(bias.dim(0) == weight.dim(0), op,
+            "bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()));
+  }
+  const int64_t out_h = (x.dim(2) + 2 * padding - weight.dim(2)) / stride + 1;
+  const int64_t out_w = (x.dim(3) + 2 * padding - weight.dim(3)) / stride + 1;
+  require(x.dim(2) + 2 * padding >= weight.dim(2) && x.dim(3) + 2 * padding >= weight.dim(3), op,
+          "kernel " + shape_str(weight.shape()) + " is larger than the padded input " + shape_str(x.shape()));
+  const Shape out_shape{x.dim(0), weight.dim(0), out_h, out_w};
+  const cpu::ConvGeometry geometry{stride, padding};
+
+  Tensor out = cpu::conv2d_forward(x, weight, bias, geometry, out_shape);
+  if (autograd::should_record({&x, &weight, &bias})) {
+    const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
+    const bool need_b = bias.defined() && bias.needs_grad();
+    autograd::record(out, op, {&x, &weight, &bias},
+                     [x = x.detach(), weight = weight.detach(), need_x, need_w, need_b, geometry,
+                      has_bias = bias.defined()](const Tensor& grad_out) -> std::vector<Tensor> {
+                       Tensor grad_x, grad_w, grad_b;
+                       if (need_x) grad_x = cpu::conv2d_backward_data(grad_out, weight, x.shape(), geometry);
+                       if (need_w || need_b) {
+                         grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
+                         if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
+                         cpu::conv2d_backward_weights(grad_out, x, grad_w, grad_b, geometry);
+                       }
+                       return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
+                     });
+  }
+  return out;
+}
+
+}  // namespace dpt::ops

@@ -1,0 +1,47 @@
+// Functional ops with forward and backward. Each op computes its forward on the device of
+// its inputs and, when any input needs a gradient and grad mode is on, records a backward
+// node (dpt/autograd/node.h). Shapes follow PyTorch: images are NCHW, conv weights
+// OIHW, linear weights [out_features, in_features]. Shape errors throw
+// std::invalid_argument naming the op and both shapes.
+#pragma once
+
+#include <cstdint>
+
+#include "dpt/core/tensor.h"
+
+namespace dpt::ops {
+
+// x [N, C, H, W], weight [O, C, KH, KW], bias [O] or undefined -> [N, O, OH, OW].
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
+
+// Window `kernel` x `kernel`, step `stride`, no padding; avg divides by kernel*kernel.
+Tensor avg_pool2d(const Tensor& x, int kernel, int stride);
+Tensor max_pool2d(const Tensor& x, int kernel, int stride);
+
+Tensor relu(const Tensor& x);
+
+// x [N, in], weight [out, in], bias [out] or undefined -> [N, out]  (y = x W^T + b).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// a [M, K] @ b [K, N] -> [M, N].
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Elementwise sum of two tensors of the same shape.
+Tensor add(const Tensor& a, const Tensor& b);
+
+// Same data, new shape; one dimension may be -1 (inferred). Shares storage with x.
+Tensor reshape(const Tensor& x, const Shape& shape);
+// [N, ...] -> [N, prod(...)].
+Tensor flatten(const Tensor& x);
+
+enum class Reduction { none, sum, mean };
+// Softmax cross-entropy of logits [N, K] against int64 labels [N] in [0, K).
+// none -> [N] per-example losses; sum / mean -> [1].
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction = Reduction::mean);
+
+// Index of the largest value along the last axis of x [N, K] -> int64 [N] (no gradient).
+Tensor argmax(const Tensor& x);
+// How many rows of logits [N, K] have their argmax equal to the label.
+int64_t count_correct(const Tensor& logits, const Tensor& labels);
+
+}  // namespace dpt::ops
