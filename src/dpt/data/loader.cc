@@ -1,0 +1,94 @@
+#include "dpt/data/loader.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace dpt::data {
+namespace {
+
+// SplitMix64 finaliser: spreads nearby inputs (seed 1 vs 2, epoch 3 vs 4) into unrelated
+// generator seeds, so consecutive epochs do not get correlated streams.
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, n) without std::uniform_int_distribution, whose algorithm differs between
+// standard libraries. Rejecting the lowest 2^64 mod n draws leaves a range whose size is a
+// multiple of n, so the remainder is unbiased.
+uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
+  const uint64_t rejected = (0 - n) % n;
+  uint64_t draw = rng();
+  while (draw < rejected) draw = rng();
+  return draw % n;
+}
+
+}  // namespace
+
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (!shuffle) return order;
+  // Seeded from (seed, epoch) alone rather than from a generator carried across epochs,
+  // so epoch e's order does not depend on how many epochs this process has run.
+  std::mt19937_64 rng(mix64(mix64(seed) ^ static_cast<uint64_t>(epoch)));
+  for (size_t i = order.size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(uniform_below(rng, i));
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed)
+    : data_(&data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
+  if (batch_size <= 0) {
+    throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
+  }
+  order_ = epoch_order(num_examples(), shuffle_, seed_, epoch_);
+}
+
+void BatchLoader::seek(int64_t epoch, int64_t batch_index) {
+  if (epoch < 0) {
+    throw std::out_of_range("epoch must be non-negative, got " + std::to_string(epoch));
+  }
+  if (batch_index < 0 || batch_index > num_batches()) {
+    throw std::out_of_range("batch index " + std::to_string(batch_index) + " is outside 0.." +
+                            std::to_string(num_batches()) + " for " + std::to_string(num_examples()) +
+                            " examples in batches of " + std::to_string(batch_size_));
+  }
+  if (epoch != epoch_) {
+    order_ = epoch_order(num_examples(), shuffle_, seed_, epoch);
+  }
+  epoch_ = epoch;
+  batch_offset_ = batch_index;
+}
+
+bool BatchLoader::next(Batch& out) {
+  if (batch_offset_ >= num_batches()) return false;
+  const int64_t begin = batch_offset_ * batch_size_;
+  const int64_t count = std::min(batch_size_, num_examples() - begin);
+  const int64_t image_size = data_->rows * data_->cols;
+
+  Tensor images = Tensor::empty({count, 1, data_->rows, data_->cols}, DType::f32);
+  Tensor labels = Tensor::empty({count}, DType::i64);
+  float* image_values = images.data<float>();
+  int64_t* label_values = labels.data<int64_t>();
+  for (int64_t b = 0; b < count; ++b) {
+    const int64_t example = order_[static_cast<size_t>(begin + b)];
+    const uint8_t* pixels = data_->pixels.data() + example * image_size;
+    float* dst = image_values + b * image_size;
+    for (int64_t p = 0; p < image_size; ++p) dst[p] = static_cast<float>(pixels[p]) / 255.0f;
+    label_values[b] = data_->labels[static_cast<size_t>(example)];
+  }
+  out.images = std::move(images);
+  out.labels = std::move(labels);
+  ++batch_offset_;
+  return true;
+}
+
+}  // namespace dpt::data

@@ -1,0 +1,60 @@
+// BatchLoader: cuts a Dataset into minibatches of float images in [0, 1] and int64 labels,
+// in an order that depends only on (seed, epoch), so a run resumed from a checkpoint sees
+// exactly the batches the uninterrupted run would have seen.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dpt/core/tensor.h"
+#include "dpt/data/fashion_mnist.h"
+
+namespace dpt::data {
+
+struct Batch {
+  Tensor images;  // f32 [B, 1, rows, cols], pixel / 255
+  Tensor labels;  // i64 [B]
+};
+
+// The order in which epoch `epoch` visits examples 0..n-1: the identity without shuffling,
+// otherwise a hand-written Fisher-Yates shuffle driven by std::mt19937_64 (whose output
+// the standard fixes, unlike std::shuffle and the distributions), so the order is the
+// same with every standard library.
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
+
+class BatchLoader {
+ public:
+  // `data` is held by reference and must outlive the loader (datasets are large and
+  // shared by the train and test loops; copying them per loader would waste memory).
+  // Throws std::invalid_argument unless batch_size > 0. Starts positioned at epoch 0.
+  BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed);
+  BatchLoader(Dataset&&, int64_t, bool, uint64_t) = delete;  // would dangle
+
+  int64_t num_examples() const { return data_->size(); }
+  // The last batch is kept even if partial: 60000 examples at 256 give 235 batches.
+  int64_t num_batches() const { return (num_examples() + batch_size_ - 1) / batch_size_; }
+  int64_t batch_size() const { return batch_size_; }
+  int64_t epoch() const { return epoch_; }
+  // Index within the epoch of the batch next() returns next; with epoch() this is the
+  // position a checkpoint stores and seek() restores.
+  int64_t batch_offset() const { return batch_offset_; }
+
+  void start_epoch(int64_t epoch) { seek(epoch, 0); }
+  // Positions the loader before batch `batch_index` (0..num_batches()) of `epoch` (>= 0);
+  // throws std::out_of_range otherwise.
+  void seek(int64_t epoch, int64_t batch_index);
+  // Fills `out` with fresh tensors (earlier batches stay valid) and advances; returns
+  // false, leaving `out` untouched, once the epoch's batches are used up.
+  bool next(Batch& out);
+
+ private:
+  const Dataset* data_;
+  int64_t batch_size_;
+  bool shuffle_;
+  uint64_t seed_;
+  int64_t epoch_ = 0;
+  int64_t batch_offset_ = 0;
+  std::vector<int64_t> order_;
+};
+
+}  // namespace dpt::data
