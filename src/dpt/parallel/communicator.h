@@ -1,0 +1,52 @@
+// Collective communication between the ranks of a data-parallel job (one rank per device).
+// Every rank calls each collective with its own buffer, as with NCCL and MPI, so training
+// code is the same whether the ranks are threads of one process (the in-process backends
+// here) or processes on many machines (MPI and NCCL backends implement this interface).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace dpt::parallel {
+
+// Thrown in every rank blocked in a collective when another rank failed (see abort()).
+class CollectiveAborted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;
+
+  // On return, data[0..count) of every rank holds the elementwise sum over all ranks.
+  // Every rank must pass the same count.
+  virtual void allreduce_sum(int rank, float* data, size_t count) = 0;
+  // On return every rank's data[0..count) equals that of `root`.
+  virtual void broadcast(int rank, float* data, size_t count, int root) = 0;
+  virtual void barrier(int rank) = 0;
+
+  // Releases every rank waiting in a collective with CollectiveAborted, now and in every
+  // later call: one failing rank must end the step everywhere, never hang it.
+  virtual void abort(const std::string& reason) = 0;
+
+  // Bytes this rank has read from its peers so far: the wire volume a networked backend
+  // would send (ring: 2 (N-1)/N of the buffer per allreduce).
+  virtual size_t bytes_received(int rank) const = 0;
+};
+
+// In-process backends for ranks that are threads of this process:
+//   "naive": the lesson's allreduce: rank 0 sums every buffer into its own, then every
+//            rank copies the result back.
+//   "ring":  reduce-scatter then all-gather over N chunks, each rank exchanging only with
+//            its ring neighbour (the algorithm of NCCL and Horovod): each rank moves
+//            2 (N-1)/N of the buffer whatever N is.
+// Throws std::invalid_argument for another name.
+std::unique_ptr<Communicator> make_in_process_communicator(std::string_view algorithm, int size);
+
+}  // namespace dpt::parallel

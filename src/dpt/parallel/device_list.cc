@@ -1,0 +1,79 @@
+#include "dpt/parallel/device_list.h"
+
+#include <charconv>
+#include <stdexcept>
+#include <string>
+
+namespace dpt::parallel {
+
+namespace {
+constexpr const char* kForms = "expected cpu:N (N CPU devices), cuda:I[,cuda:J...] or a device count such as 2";
+
+bool parse_count(std::string_view text, int& count) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, count);
+  return !text.empty() && ec == std::errc() && ptr == end;
+}
+
+std::vector<Device> cpu_devices(int count) {
+  std::vector<Device> devices;
+  for (int i = 0; i < count; ++i) devices.push_back(Device::cpu(i));
+  return devices;
+}
+
+void check_cuda_present(const Device& device, int cuda_device_count) {
+  if (device.index >= cuda_device_count) {
+    throw std::invalid_argument(
+        "device " + device.str() + " is not present: " +
+        (cuda_device_count == 0 ? std::string("this machine or build has no CUDA GPU")
+                                : "this machine has " + std::to_string(cuda_device_count) + " GPU(s)") +
+        "; use --devices cpu:N to train on CPU devices");
+  }
+}
+}  // namespace
+
+std::vector<Device> parse_device_list(std::string_view text, int cuda_device_count) {
+  const std::string whole(text);
+  int count = 0;
+  if (parse_count(text, count)) {  // "4": that many of the default kind
+    if (count < 1) throw std::invalid_argument("bad --devices '" + whole + "': need at least one device");
+    if (cuda_device_count == 0) return cpu_devices(count);
+    std::vector<Device> gpus;
+    for (int i = 0; i < count; ++i) {
+      gpus.push_back({Device::Kind::cuda, i});
+      check_cuda_present(gpus.back(), cuda_device_count);
+    }
+    return gpus;
+  }
+  if (text == "cpu") return cpu_devices(1);
+  if (text.starts_with("cpu:") && text.find(',') == std::string_view::npos) {
+    if (!parse_count(text.substr(4), count) || count < 1) {
+      throw std::invalid_argument("bad --devices '" + whole + "': cpu:N needs N >= 1 CPU devices (" + kForms + ")");
+    }
+    return cpu_devices(count);
+  }
+
+  std::vector<Device> devices;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    Device device;
+    try {
+      device = parse_device(text.substr(start, comma - start));
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument("bad --devices '" + whole + "': " + kForms);
+    }
+    if (device.kind == Device::Kind::cpu) {
+      throw std::invalid_argument("bad --devices '" + whole + "': list CPU devices as a count, cpu:N");
+    }
+    check_cuda_present(device, cuda_device_count);
+    for (const Device& seen : devices) {
+      if (seen == device) throw std::invalid_argument("bad --devices '" + whole + "': " + device.str() + " twice");
+    }
+    devices.push_back(device);
+    start = comma + 1;
+  }
+  return devices;
+}
+
+}  // namespace dpt::parallel

@@ -1,0 +1,58 @@
+#include "dpt/parallel/replicate.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace dpt::parallel {
+
+std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device) {
+  std::vector<Tensor> copies;
+  copies.reserve(params.size());
+  for (const Tensor& p : params) {
+    Tensor copy = Tensor::empty(p.shape(), p.dtype(), device);
+    copy.copy_from(p);
+    copies.push_back(copy.set_requires_grad(true).set_name(p.name()));
+  }
+  return copies;
+}
+
+namespace {
+// Rows [begin, begin + rows) of t, copied into a tensor of their own.
+Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
+  Shape shape = t.shape();
+  shape[0] = rows;
+  Tensor out = Tensor::empty(shape, t.dtype(), device);
+  const size_t row_bytes = t.bytes() / static_cast<size_t>(t.dim(0));
+  std::memcpy(out.impl()->storage->data(),
+              static_cast<const char*>(t.impl()->storage->data()) + static_cast<size_t>(begin) * row_bytes,
+              static_cast<size_t>(rows) * row_bytes);
+  return out;
+}
+}  // namespace
+
+std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices) {
+  const int64_t batch = X.dim(0);
+  const int64_t n = static_cast<int64_t>(devices.size());
+  if (y.dim(0) != batch) {
+    throw std::invalid_argument("split_batch: " + std::to_string(batch) + " images but " + std::to_string(y.dim(0)) +
+                                " labels");
+  }
+  if (n == 0) throw std::invalid_argument("split_batch: no devices");
+  if (batch < n) {
+    throw std::invalid_argument("split_batch: a batch of " + std::to_string(batch) +
+                                " examples cannot be split over " + std::to_string(n) +
+                                " devices; use a batch size of at least " + std::to_string(n) +
+                                " or fewer devices");
+  }
+  std::vector<Shard> shards;
+  int64_t begin = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t rows = batch / n + (i < batch % n ? 1 : 0);
+    shards.push_back({copy_rows(X, begin, rows, devices[i]), copy_rows(y, begin, rows, devices[i])});
+    begin += rows;
+  }
+  return shards;
+}
+
+}  // namespace dpt::parallel

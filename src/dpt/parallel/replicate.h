@@ -1,0 +1,25 @@
+// The lesson's first two steps of data parallelism: give every device its own copy of the
+// parameters, and cut each minibatch into one shard per device.
+#pragma once
+
+#include <vector>
+
+#include "dpt/core/tensor.h"
+
+namespace dpt::parallel {
+
+// A copy of `params` on `device`, each requiring grad: a replica that its device updates
+// on its own (the lesson's get_params).
+std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device);
+
+struct Shard {
+  Tensor X;
+  Tensor y;
+};
+
+// Splits X [B, ...] and y [B] along the batch axis into one shard per device, as evenly as
+// possible: the first B % N shards get one extra example (256 over 3 is 86/85/85). Throws
+// std::invalid_argument when B < N, since a device would get nothing to compute.
+std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices);
+
+}  // namespace dpt::parallel

@@ -1,0 +1,84 @@
+// The lesson's multi-device training from scratch, step by step:
+//   replicate the parameters to every device, split each minibatch over the devices,
+//   forward + loss + backward on every device in parallel (one worker thread each),
+//   allreduce the gradients, and apply the same SGD step on every replica.
+// With one device this is plain minibatch SGD; with N it computes the same update.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpt/core/tensor.h"
+#include "dpt/data/fashion_mnist.h"
+#include "dpt/parallel/communicator.h"
+#include "dpt/parallel/device_pool.h"
+
+namespace dpt::train {
+
+struct ScratchConfig {
+  int epochs = 10;
+  int64_t batch_size = 256;
+  float lr = 0.2f;
+  uint64_t seed = 0;  // parameter init and shuffling
+  std::vector<Device> devices{Device::cpu(0)};
+  std::string allreduce = "ring";          // naive | ring
+  int cores = parallel::available_cores();  // split between the CPU devices
+};
+
+// Checks the parts of a config a user can get wrong, with a message naming the flag.
+void validate(const ScratchConfig& config);
+
+struct StepResult {
+  double loss_sum = 0;   // summed over the global batch
+  int64_t correct = 0;   // examples whose prediction was right
+  int64_t examples = 0;
+};
+
+// Holds the device workers, the communicator and one parameter replica per device.
+class ScratchTrainer {
+ public:
+  ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params);
+
+  // The lesson's train_batch: one SGD step on the global minibatch (X, y).
+  StepResult train_batch(const Tensor& X, const Tensor& y);
+
+  // Accuracy of replica 0 on `data`, evaluated on device 0 as in the lesson.
+  double evaluate_accuracy(const data::Dataset& data, int64_t batch_size);
+
+  const std::vector<std::vector<Tensor>>& device_params() const { return device_params_; }
+  const std::vector<Device>& devices() const { return pool_.devices(); }
+  parallel::Communicator& communicator() { return *comm_; }
+
+ private:
+  ScratchConfig config_;
+  parallel::DevicePool pool_;
+  std::unique_ptr<parallel::Communicator> comm_;
+  std::vector<std::vector<Tensor>> device_params_;
+  std::vector<std::vector<float>> grad_buffers_;  // one flat allreduce buffer per device
+};
+
+struct EpochStats {
+  int epoch = 0;  // 1-based
+  double train_loss = 0;
+  double train_acc = 0;
+  double test_acc = 0;
+  double seconds = 0;  // training only, as the lesson times it
+  double examples_per_sec = 0;
+};
+
+struct TrainSummary {
+  double test_acc = 0;
+  double sec_per_epoch = 0;
+  std::vector<Tensor> params;  // replica 0 after the last epoch
+};
+
+// The lesson's train(num_gpus, batch_size, lr) for LeNet on a data set; calls on_epoch
+// after each epoch.
+TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const data::Dataset& test_data,
+                                      const ScratchConfig& config,
+                                      const std::function<void(const EpochStats&)>& on_epoch = {});
+
+}  // namespace dpt::train
