@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dptrain builds, tests and benchmarks with. Run as root.
+# Safe to run again: it calls apt-get only when a package is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libdnnl-dev zlib1g-dev libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+# The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
+# libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.
+if [[ "${DPT_WITH_BENCH_PEER:-0}" == 1 ]]; then
+  packages+=(python3-torch python3-numpy libopenblas0-openmp)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing packages: ${missing[*]}; run this script as root (or install them with apt-get)" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
