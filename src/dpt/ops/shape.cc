@@ -5,7 +5,8 @@
 namespace dpt::ops {
 
 namespace {
-Shape resolve_shape(const Tensor& x, Shape shape) {
+Shape resolve_shape(const Tensor& x, const Shape& requested) {
+  Shape shape = requested;
   int64_t known = 1;
   int inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -20,7 +21,7 @@ Shape resolve_shape(const Tensor& x, Shape shape) {
   if (inferred >= 0 && known > 0) shape[inferred] = x.numel() / known;
   require(shape_numel(shape) == x.numel(), "reshape",
           "cannot view " + shape_str(x.shape()) + " (" + std::to_string(x.numel()) + " elements) as " +
-              shape_str(shape));
+              shape_str(requested));  // what the caller asked for, -1 included
   return shape;
 }
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/cpu/layout.h"
 
 namespace dpt::ops::cpu {
 
@@ -11,61 +12,58 @@ using dnnl::convolution_backward_data;
 using dnnl::convolution_backward_weights;
 using dnnl::convolution_forward;
 
-struct ConvPrimitives {
-  convolution_forward::primitive_desc forward_pd;
-  convolution_forward forward;
-};
-
-struct ConvDescs {
+// The layouts tensors have between ops.
+struct PlainDescs {
   dnnl::memory::desc x, weight, bias, out;
-  dnnl::memory::dims strides, padding;
 };
-
-ConvDescs conv_descs(const Shape& x, const Shape& weight, const Shape& out, ConvGeometry g) {
-  return {plain_desc(x, tag::nchw),
-          plain_desc(weight, tag::oihw),
-          plain_desc({weight[0]}, tag::x),
-          plain_desc(out, tag::nchw),
-          {g.stride, g.stride},
-          {g.padding, g.padding}};
+PlainDescs plain_descs(const Shape& x, const Shape& weight, const Shape& out) {
+  return {plain_desc(x, tag::nchw), plain_desc(weight, tag::oihw), plain_desc({weight[0]}, tag::x),
+          plain_desc(out, tag::nchw)};
 }
+// "any": the primitive picks the layouts its fastest kernel wants.
+PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out) {
+  return {plain_desc(x, tag::any), plain_desc(weight, tag::any), plain_desc({weight[0]}, tag::x),
+          plain_desc(out, tag::any)};
+}
+
+struct ConvForward {
+  convolution_forward::primitive_desc pd;
+  convolution_forward primitive;
+};
 
 // The forward primitive descriptor doubles as the hint that backward primitives need.
-const ConvPrimitives& forward_primitives(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
-                                         ConvGeometry g) {
+const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
+                                     ConvGeometry g) {
   const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding);
-  return cached<ConvPrimitives>(key, [&] {
-    const ConvDescs d = conv_descs(x, weight, out, g);
-           const auto desc = with_bias ? convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                                   dnnl::algorithm::convolution_direct, d.x,
-                                                                   d.weight, d.bias, d.out, d.strides, d.padding,
-                                                                   d.padding)
-                                       : convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                                   dnnl::algorithm::convolution_direct, d.x,
-                                                                   d.weight, d.out, d.strides, d.padding,
-                                                                   d.padding);
-           convolution_forward::primitive_desc pd(desc, engine());
-    return ConvPrimitives{pd, convolution_forward(pd)};
+  return cached<ConvForward>(key, [&] {
+    const PlainDescs d = any_descs(x, weight, out);
+    const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
+    const auto desc =
+        with_bias ? convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                              d.x, d.weight, d.bias, d.out, strides, padding, padding)
+                  : convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                              d.x, d.weight, d.out, strides, padding, padding);
+    convolution_forward::primitive_desc pd(desc, engine());
+    return ConvForward{pd, convolution_forward(pd)};
   });
-}
-
-const convolution_forward::primitive_desc& forward_pd(const Shape& x, const Shape& weight, const Shape& out,
-                                                      bool with_bias, ConvGeometry g) {
-  return forward_primitives(x, weight, out, with_bias, g).forward_pd;
 }
 }  // namespace
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g,
                       const Shape& out_shape) {
   const bool with_bias = bias.defined();
-  const ConvPrimitives& prims = forward_primitives(x.shape(), weight.shape(), out_shape, with_bias, g);
-  const ConvDescs d = conv_descs(x.shape(), weight.shape(), out_shape, g);
+  const ConvForward& prim = forward_primitive(x.shape(), weight.shape(), out_shape, with_bias, g);
+  const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
   Tensor out = Tensor::empty(out_shape, DType::f32, x.device());
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(d.x, x)},
-                                             {DNNL_ARG_WEIGHTS, as_memory(d.weight, weight)},
-                                             {DNNL_ARG_DST, as_memory(d.out, out)}};
-  if (with_bias) args.insert({DNNL_ARG_BIAS, as_memory(d.bias, bias)});
-  prims.forward.execute(stream(), args);
+  Tensor x_scratch, w_scratch, out_scratch;
+  const dnnl::memory out_mem = output_in_layout(out, plain.out, prim.pd.dst_desc(), out_scratch);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, input_in_layout(x, plain.x, prim.pd.src_desc(), x_scratch)},
+      {DNNL_ARG_WEIGHTS, input_in_layout(weight, plain.weight, prim.pd.weights_desc(), w_scratch)},
+      {DNNL_ARG_DST, out_mem}};
+  if (with_bias) args.insert({DNNL_ARG_BIAS, as_memory(plain.bias, bias)});
+  prim.primitive.execute(stream(), args);
+  finish_output(out_mem, out, plain.out);
   stream().wait();
   return out;
 }
@@ -77,18 +75,23 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
   };
   const std::string key = cache_key("conv_bwd_data", x_shape, weight.shape(), grad_out.shape(), g.stride, g.padding);
   auto& prim = cached<Primitive>(key, [&] {
-    const ConvDescs d = conv_descs(x_shape, weight.shape(), grad_out.shape(), g);
-    const convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.x, d.weight, d.out, d.strides,
-                                               d.padding, d.padding);
+    const PlainDescs d = any_descs(x_shape, weight.shape(), grad_out.shape());
+    const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
+    const convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.x, d.weight, d.out, strides,
+                                               padding, padding);
     convolution_backward_data::primitive_desc pd(
-        desc, engine(), forward_pd(x_shape, weight.shape(), grad_out.shape(), false, g));
+        desc, engine(), forward_primitive(x_shape, weight.shape(), grad_out.shape(), false, g).pd);
     return Primitive{pd, convolution_backward_data(pd)};
   });
-  const ConvDescs d = conv_descs(x_shape, weight.shape(), grad_out.shape(), g);
+  const PlainDescs plain = plain_descs(x_shape, weight.shape(), grad_out.shape());
   Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
-  prim.primitive.execute(stream(), {{DNNL_ARG_DIFF_DST, as_memory(d.out, grad_out)},
-                                    {DNNL_ARG_WEIGHTS, as_memory(d.weight, weight)},
-                                    {DNNL_ARG_DIFF_SRC, as_memory(d.x, grad_x)}});
+  Tensor dy_scratch, w_scratch, dx_scratch;
+  const dnnl::memory dx_mem = output_in_layout(grad_x, plain.x, prim.pd.diff_src_desc(), dx_scratch);
+  prim.primitive.execute(
+      stream(), {{DNNL_ARG_DIFF_DST, input_in_layout(grad_out, plain.out, prim.pd.diff_dst_desc(), dy_scratch)},
+                 {DNNL_ARG_WEIGHTS, input_in_layout(weight, plain.weight, prim.pd.weights_desc(), w_scratch)},
+                 {DNNL_ARG_DIFF_SRC, dx_mem}});
+  finish_output(dx_mem, grad_x, plain.x);
   stream().wait();
   return grad_x;
 }
@@ -103,23 +106,26 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
   const std::string key =
       cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), with_bias, g.stride, g.padding);
   auto& prim = cached<Primitive>(key, [&] {
-    const ConvDescs d = conv_descs(x.shape(), grad_weight.shape(), grad_out.shape(), g);
+    const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape());
+    const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
     const auto desc = with_bias ? convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x,
-                                                                     d.weight, d.bias, d.out, d.strides, d.padding,
-                                                                     d.padding)
+                                                                     d.weight, d.bias, d.out, strides, padding, padding)
                                 : convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x,
-                                                                     d.weight, d.out, d.strides, d.padding,
-                                                                     d.padding);
+                                                                     d.weight, d.out, strides, padding, padding);
     convolution_backward_weights::primitive_desc pd(
-        desc, engine(), forward_pd(x.shape(), grad_weight.shape(), grad_out.shape(), with_bias, g));
+        desc, engine(), forward_primitive(x.shape(), grad_weight.shape(), grad_out.shape(), with_bias, g).pd);
     return Primitive{pd, convolution_backward_weights(pd)};
   });
-  const ConvDescs d = conv_descs(x.shape(), grad_weight.shape(), grad_out.shape(), g);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, as_memory(d.out, grad_out)},
-                                             {DNNL_ARG_SRC, as_memory(d.x, x)},
-                                             {DNNL_ARG_DIFF_WEIGHTS, as_memory(d.weight, grad_weight)}};
-  if (with_bias) args.insert({DNNL_ARG_DIFF_BIAS, as_memory(d.bias, grad_bias)});
+  const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
+  Tensor dy_scratch, x_scratch, dw_scratch;
+  const dnnl::memory dw_mem = output_in_layout(grad_weight, plain.weight, prim.pd.diff_weights_desc(), dw_scratch);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_DIFF_DST, input_in_layout(grad_out, plain.out, prim.pd.diff_dst_desc(), dy_scratch)},
+      {DNNL_ARG_SRC, input_in_layout(x, plain.x, prim.pd.src_desc(), x_scratch)},
+      {DNNL_ARG_DIFF_WEIGHTS, dw_mem}};
+  if (with_bias) args.insert({DNNL_ARG_DIFF_BIAS, as_memory(plain.bias, grad_bias)});
   prim.primitive.execute(stream(), args);
+  finish_output(dw_mem, grad_weight, plain.weight);
   stream().wait();
 }
 

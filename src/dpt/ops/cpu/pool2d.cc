@@ -2,6 +2,7 @@
 
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/cpu/layout.h"
 
 namespace dpt::ops::cpu {
 
@@ -24,7 +25,8 @@ const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind 
   const std::string key = cache_key("pool_fwd", x, out, static_cast<int>(kind), kernel, stride);
   return cached<PoolForward>(key, [&] {
     const pooling_forward::desc desc(dnnl::prop_kind::forward_training, pool_algorithm(kind),
-                                     plain_desc(x, tag::nchw), plain_desc(out, tag::nchw), {stride, stride},
+                                     plain_desc(x, blocked_activation_tag()),
+                                     plain_desc(out, blocked_activation_tag()), {stride, stride},
                                      {kernel, kernel}, {0, 0}, {0, 0});
     pooling_forward::primitive_desc pd(desc, engine());
     return PoolForward{pd, pooling_forward(pd)};
@@ -35,14 +37,19 @@ const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind 
 PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape) {
   const PoolForward& prim = forward_primitive(x.shape(), out_shape, kind, kernel, stride);
   PoolResult result{Tensor::empty(out_shape, DType::f32, x.device()), nullptr};
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(plain_desc(x.shape(), tag::nchw), x)},
-                                             {DNNL_ARG_DST, as_memory(plain_desc(out_shape, tag::nchw), result.out)}};
+  const auto plain_out = plain_desc(out_shape, tag::nchw);
+  Tensor x_scratch, out_scratch;
+  const dnnl::memory out_mem = output_in_layout(result.out, plain_out, prim.pd.dst_desc(), out_scratch);
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, input_in_layout(x, plain_desc(x.shape(), tag::nchw), prim.pd.src_desc(), x_scratch)},
+      {DNNL_ARG_DST, out_mem}};
   if (kind == PoolKind::max) {
     auto workspace = std::make_shared<dnnl::memory>(prim.pd.workspace_desc(), engine());
     args.insert({DNNL_ARG_WORKSPACE, *workspace});
     result.workspace = workspace;
   }
   prim.primitive.execute(stream(), args);
+  finish_output(out_mem, result.out, plain_out);
   stream().wait();
   return result;
 }
@@ -55,19 +62,25 @@ Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKi
   };
   const std::string key = cache_key("pool_bwd", x_shape, grad_out.shape(), static_cast<int>(kind), kernel, stride);
   auto& prim = cached<Primitive>(key, [&] {
-    const pooling_backward::desc desc(pool_algorithm(kind), plain_desc(x_shape, tag::nchw),
-                                      plain_desc(grad_out.shape(), tag::nchw), {stride, stride}, {kernel, kernel},
+    const pooling_backward::desc desc(pool_algorithm(kind), plain_desc(x_shape, blocked_activation_tag()),
+                                      plain_desc(grad_out.shape(), blocked_activation_tag()), {stride, stride},
+                                      {kernel, kernel},
                                       {0, 0}, {0, 0});
     pooling_backward::primitive_desc pd(desc, engine(),
                                         forward_primitive(x_shape, grad_out.shape(), kind, kernel, stride).pd);
     return Primitive{pd, pooling_backward(pd)};
   });
   Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
+  const auto plain_x = plain_desc(x_shape, tag::nchw);
+  Tensor dy_scratch, dx_scratch;
+  const dnnl::memory dx_mem = output_in_layout(grad_x, plain_x, prim.pd.diff_src_desc(), dx_scratch);
   std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_DIFF_DST, as_memory(plain_desc(grad_out.shape(), tag::nchw), grad_out)},
-      {DNNL_ARG_DIFF_SRC, as_memory(plain_desc(x_shape, tag::nchw), grad_x)}};
+      {DNNL_ARG_DIFF_DST,
+       input_in_layout(grad_out, plain_desc(grad_out.shape(), tag::nchw), prim.pd.diff_dst_desc(), dy_scratch)},
+      {DNNL_ARG_DIFF_SRC, dx_mem}};
   if (kind == PoolKind::max) args.insert({DNNL_ARG_WORKSPACE, *static_cast<dnnl::memory*>(forward.workspace.get())});
   prim.primitive.execute(stream(), args);
+  finish_output(dx_mem, grad_x, plain_x);
   stream().wait();
   return grad_x;
 }

@@ -1,0 +1,381 @@
+// Forward values of the ops against hand-computed results and naive reference loops, and
+// the exact error messages for shapes a user can get wrong.
+//
+// Float tolerance: the references accumulate in double; the ops in float32 with at most
+// ~50 terms of magnitude <= 1 per output, so their error is below 50 * 6e-8 * |terms| ~ 3e-6.
+// kTol = 1e-5 (absolute, on values of O(1)) leaves room for oneDNN's summation order while
+// failing any indexing bug, which is O(0.1-1).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dpt/core/random.h"
+#include "dpt/core/tensor.h"
+#include "dpt/ops/ops.h"
+
+using dpt::DType;
+using dpt::Shape;
+using dpt::Tensor;
+using ::testing::HasSubstr;
+namespace ops = dpt::ops;
+
+namespace {
+
+constexpr double kTol = 1e-5;
+
+// Expects `statement` to throw std::invalid_argument whose what() contains `text`.
+#define EXPECT_INVALID_ARGUMENT(statement, text)           \
+  EXPECT_THROW(                                            \
+      {                                                    \
+        try {                                              \
+          statement;                                       \
+        } catch (const std::invalid_argument& e) {         \
+          EXPECT_THAT(e.what(), HasSubstr(text));          \
+          throw;                                           \
+        }                                                  \
+      },                                                   \
+      std::invalid_argument)
+
+Tensor random_tensor(const Shape& shape, uint64_t seed) {
+  dpt::Rng rng(seed);
+  Tensor t = Tensor::empty(shape);
+  dpt::fill_uniform(t, -1.0f, 1.0f, rng);
+  return t;
+}
+
+void expect_values_near(const Tensor& actual, const std::vector<double>& expected, double tol = kTol) {
+  ASSERT_EQ(actual.numel(), static_cast<int64_t>(expected.size()));
+  const float* a = actual.data<float>();
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(a[i], expected[i], tol) << "element " << i;
+}
+
+// ---------------------------------------------------------------------------------------
+// conv2d against the textbook loop nest
+
+std::vector<double> naive_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, int stride, int pad) {
+  const int64_t n_ = x.dim(0), c_ = x.dim(1), h_ = x.dim(2), w_ = x.dim(3);
+  const int64_t o_ = w.dim(0), kh_ = w.dim(2), kw_ = w.dim(3);
+  const int64_t oh_ = (h_ + 2 * pad - kh_) / stride + 1, ow_ = (w_ + 2 * pad - kw_) / stride + 1;
+  const float* px = x.data<float>();
+  const float* pw = w.data<float>();
+  std::vector<double> out;
+  for (int64_t n = 0; n < n_; ++n)
+    for (int64_t o = 0; o < o_; ++o)
+      for (int64_t oh = 0; oh < oh_; ++oh)
+        for (int64_t ow = 0; ow < ow_; ++ow) {
+          double sum = b.defined() ? b.data<float>()[o] : 0.0;
+          for (int64_t c = 0; c < c_; ++c)
+            for (int64_t kh = 0; kh < kh_; ++kh)
+              for (int64_t kw = 0; kw < kw_; ++kw) {
+                const int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+                if (ih < 0 || ih >= h_ || iw < 0 || iw >= w_) continue;  // zero padding
+                sum += static_cast<double>(px[((n * c_ + c) * h_ + ih) * w_ + iw]) *
+                       pw[((o * c_ + c) * kh_ + kh) * kw_ + kw];
+              }
+          out.push_back(sum);
+        }
+  return out;
+}
+
+struct ConvCase {
+  Shape x, w;
+  int stride, pad;
+  bool bias;
+};
+
+TEST(Conv2dForward, MatchesNaiveLoops) {
+  const std::vector<ConvCase> cases{
+      {{2, 3, 6, 6}, {4, 3, 3, 3}, 1, 0, true},   // plain
+      {{2, 3, 6, 6}, {4, 3, 3, 3}, 1, 0, false},  // no bias
+      {{1, 2, 5, 5}, {3, 2, 3, 3}, 2, 1, true},   // stride 2, padding 1
+      {{2, 2, 7, 6}, {2, 2, 3, 3}, 2, 1, true},   // non-square, floor in both axes
+      {{1, 3, 4, 9}, {2, 3, 2, 4}, 1, 2, true},   // non-square kernel, padding 2
+      {{3, 1, 8, 8}, {5, 1, 5, 5}, 3, 0, false},  // stride 3
+      {{2, 4, 3, 3}, {6, 4, 1, 1}, 1, 0, true},   // 1x1
+  };
+  uint64_t seed = 1;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w) + " stride " + std::to_string(c.stride) +
+                 " pad " + std::to_string(c.pad) + (c.bias ? " bias" : " no bias"));
+    const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
+    const Tensor b = c.bias ? random_tensor({c.w[0]}, seed++) : Tensor();
+    const Tensor y = ops::conv2d(x, w, b, c.stride, c.pad);
+    const Shape expected_shape{c.x[0], c.w[0], (c.x[2] + 2 * c.pad - c.w[2]) / c.stride + 1,
+                               (c.x[3] + 2 * c.pad - c.w[3]) / c.stride + 1};
+    ASSERT_EQ(y.shape(), expected_shape);
+    expect_values_near(y, naive_conv2d(x, w, b, c.stride, c.pad));
+  }
+}
+
+TEST(Conv2dForward, HandComputedWithPadding) {
+  // 2x2 input, 2x2 all-ones kernel, padding 1 -> 3x3 of sums over the overlap, plus bias 10.
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 1, 2, 2});
+  const Tensor w = Tensor::full({1, 1, 2, 2}, 1.0f);
+  const Tensor b = Tensor::from_vector({10}, {1});
+  const Tensor y = ops::conv2d(x, w, b, 1, 1);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 3, 3}));
+  expect_values_near(y, {11, 13, 12, 14, 20, 16, 13, 17, 14});
+}
+
+// ---------------------------------------------------------------------------------------
+// pools on a known 4x4 input: 1..16 row-major
+
+Tensor one_to_sixteen() {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  return Tensor::from_vector(v, {1, 1, 4, 4});
+}
+
+TEST(PoolForward, MaxKernel2Stride2) {
+  const Tensor y = ops::max_pool2d(one_to_sixteen(), 2, 2);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
+  expect_values_near(y, {6, 8, 14, 16});
+}
+
+TEST(PoolForward, AvgKernel2Stride2) {
+  const Tensor y = ops::avg_pool2d(one_to_sixteen(), 2, 2);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
+  expect_values_near(y, {3.5, 5.5, 11.5, 13.5});
+}
+
+TEST(PoolForward, MaxKernel3Stride1) {
+  const Tensor y = ops::max_pool2d(one_to_sixteen(), 3, 1);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
+  expect_values_near(y, {11, 12, 15, 16});
+}
+
+TEST(PoolForward, AvgKernel3Stride1) {
+  // Window means: the centre elements 6, 7, 10, 11.
+  const Tensor y = ops::avg_pool2d(one_to_sixteen(), 3, 1);
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
+  expect_values_near(y, {6, 7, 10, 11});
+}
+
+TEST(PoolForward, NegativeValuesAndChannelsStayApart) {
+  // Two channels: the second is the negation of the first, so max picks the other corner.
+  std::vector<float> v(32);
+  for (int i = 0; i < 16; ++i) {
+    v[i] = static_cast<float>(i + 1);
+    v[16 + i] = -static_cast<float>(i + 1);
+  }
+  const Tensor y = ops::max_pool2d(Tensor::from_vector(v, {1, 2, 4, 4}), 2, 2);
+  ASSERT_EQ(y.shape(), (Shape{1, 2, 2, 2}));
+  expect_values_near(y, {6, 8, 14, 16, -1, -3, -9, -11});
+}
+
+TEST(PoolForward, OddInputTakesTheFloor) {
+  // 5x5 input (1..25), kernel 2 stride 2 -> 2x2; row 4 and column 4 are never read.
+  std::vector<float> v(25);
+  for (int i = 0; i < 25; ++i) v[i] = static_cast<float>(i + 1);
+  const Tensor x = Tensor::from_vector(v, {1, 1, 5, 5});
+  const Tensor max = ops::max_pool2d(x, 2, 2);
+  ASSERT_EQ(max.shape(), (Shape{1, 1, 2, 2}));
+  expect_values_near(max, {7, 9, 17, 19});
+  expect_values_near(ops::avg_pool2d(x, 2, 2), {4, 6, 14, 16});
+}
+
+// ---------------------------------------------------------------------------------------
+// relu, linear, matmul, add, reshape
+
+TEST(ReluForward, ClampsNegatives) {
+  const Tensor y = ops::relu(Tensor::from_vector({-2.0f, -0.5f, 0.0f, 0.5f, 3.0f, -1e-30f}, {2, 3}));
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{0, 0, 0, 0.5f, 3, 0}));
+}
+
+std::vector<double> naive_matmul(const Tensor& a, const Tensor& b, bool b_transposed) {
+  const int64_t m = a.dim(0), k = a.dim(1), n = b_transposed ? b.dim(0) : b.dim(1);
+  std::vector<double> out;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const float bv = b_transposed ? b.data<float>()[j * k + p] : b.data<float>()[p * n + j];
+        sum += static_cast<double>(a.data<float>()[i * k + p]) * bv;
+      }
+      out.push_back(sum);
+    }
+  return out;
+}
+
+TEST(LinearForward, MatchesNaiveWithAndWithoutBias) {
+  const Tensor x = random_tensor({5, 7}, 20), w = random_tensor({3, 7}, 21), b = random_tensor({3}, 22);
+  std::vector<double> expected = naive_matmul(x, w, /*b_transposed=*/true);
+  const Tensor no_bias = ops::linear(x, w, Tensor());
+  ASSERT_EQ(no_bias.shape(), (Shape{5, 3}));
+  expect_values_near(no_bias, expected);
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] += b.data<float>()[i % 3];
+  expect_values_near(ops::linear(x, w, b), expected);
+}
+
+TEST(LinearForward, HandComputed) {
+  // x = [1, 2], W = [[1, 0], [0, 1], [1, 1]], b = [0.5, -0.5, 0] -> [1.5, 1.5, 3].
+  const Tensor y = ops::linear(Tensor::from_vector({1, 2}, {1, 2}), Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2}),
+                               Tensor::from_vector({0.5f, -0.5f, 0}, {3}));
+  expect_values_near(y, {1.5, 1.5, 3});
+}
+
+TEST(MatmulForward, MatchesNaive) {
+  const Tensor a = random_tensor({4, 6}, 30), b = random_tensor({6, 3}, 31);
+  const Tensor c = ops::matmul(a, b);
+  ASSERT_EQ(c.shape(), (Shape{4, 3}));
+  expect_values_near(c, naive_matmul(a, b, false));
+}
+
+TEST(MatmulForward, HandComputed) {
+  const Tensor c = ops::matmul(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}),
+                               Tensor::from_vector({7, 8, 9, 10, 11, 12}, {3, 2}));
+  expect_values_near(c, {58, 64, 139, 154});
+}
+
+TEST(AddForward, Elementwise) {
+  const Tensor c = ops::add(Tensor::from_vector({1, 2, 3, 4}, {2, 2}), Tensor::from_vector({10, 20, 30, 40}, {2, 2}));
+  EXPECT_EQ(c.shape(), (Shape{2, 2}));
+  EXPECT_EQ(c.to_vector(), (std::vector<float>{11, 22, 33, 44}));
+}
+
+TEST(ReshapeForward, InferredDimensionAndSharedStorage) {
+  Tensor x = random_tensor({2, 3, 4}, 40);
+  const Tensor y = ops::reshape(x, {-1, 4});
+  EXPECT_EQ(y.shape(), (Shape{6, 4}));
+  EXPECT_EQ(y.to_vector(), x.to_vector());
+  EXPECT_EQ(ops::reshape(x, {4, -1}).shape(), (Shape{4, 6}));
+  EXPECT_EQ(ops::reshape(x, {2, -1, 2}).shape(), (Shape{2, 6, 2}));
+  // A view: writing through it changes the original.
+  y.data<float>()[5] = 123.0f;
+  EXPECT_EQ(x.data<float>()[5], 123.0f);
+  EXPECT_EQ(x.shape(), (Shape{2, 3, 4}));  // the original keeps its shape
+}
+
+TEST(ReshapeForward, Flatten) {
+  const Tensor x = random_tensor({2, 3, 2, 2}, 41);
+  const Tensor y = ops::flatten(x);
+  EXPECT_EQ(y.shape(), (Shape{2, 12}));
+  EXPECT_EQ(y.to_vector(), x.to_vector());
+}
+
+// ---------------------------------------------------------------------------------------
+// cross_entropy, argmax, count_correct
+
+TEST(CrossEntropyForward, UniformLogitsGiveLogK) {
+  const Tensor logits = Tensor::full({3, 10}, 0.7f);
+  const Tensor labels = Tensor::from_labels({0, 4, 9});
+  const Tensor none = ops::cross_entropy(logits, labels, ops::Reduction::none);
+  ASSERT_EQ(none.shape(), (Shape{3}));
+  expect_values_near(none, {std::log(10.0), std::log(10.0), std::log(10.0)});
+  const Tensor sum = ops::cross_entropy(logits, labels, ops::Reduction::sum);
+  ASSERT_EQ(sum.shape(), (Shape{1}));
+  EXPECT_NEAR(sum.item(), 3 * std::log(10.0), kTol);
+  EXPECT_NEAR(ops::cross_entropy(logits, labels, ops::Reduction::mean).item(), std::log(10.0), kTol);
+  EXPECT_NEAR(ops::cross_entropy(logits, labels).item(), std::log(10.0), kTol);  // mean by default
+}
+
+TEST(CrossEntropyForward, KnownLogits) {
+  // loss_i = log(sum_j exp(z_ij)) - z_i,y_i.
+  const Tensor logits = Tensor::from_vector({1, 2, 3, -1, 0, 4}, {2, 3});
+  const Tensor labels = Tensor::from_labels({2, 0});
+  const double lse0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  const double lse1 = std::log(std::exp(-1.0) + std::exp(0.0) + std::exp(4.0));
+  const double l0 = lse0 - 3.0, l1 = lse1 - (-1.0);
+  expect_values_near(ops::cross_entropy(logits, labels, ops::Reduction::none), {l0, l1});
+  EXPECT_NEAR(ops::cross_entropy(logits, labels, ops::Reduction::sum).item(), l0 + l1, kTol);
+  EXPECT_NEAR(ops::cross_entropy(logits, labels, ops::Reduction::mean).item(), (l0 + l1) / 2, kTol);
+}
+
+TEST(CrossEntropyForward, LargeLogitsStayFinite) {
+  // exp(1000) overflows float and double; the max shift must keep this exact.
+  const Tensor logits = Tensor::from_vector({1000, 0, -1000, 1000}, {2, 2});
+  const Tensor per_example = ops::cross_entropy(logits, Tensor::from_labels({1, 1}), ops::Reduction::none);
+  const std::vector<float> v = per_example.to_vector();
+  EXPECT_NEAR(v[0], 1000.0, 1e-3);
+  EXPECT_NEAR(v[1], 0.0, kTol);
+}
+
+TEST(ArgmaxForward, KnownRows) {
+  const Tensor x = Tensor::from_vector({0.1f, 0.9f, 0.3f, -5, -1, -3, 2, 1, 0}, {3, 3});
+  const Tensor idx = ops::argmax(x);
+  ASSERT_EQ(idx.dtype(), DType::i64);
+  ASSERT_EQ(idx.shape(), (Shape{3}));
+  EXPECT_EQ(std::vector<int64_t>(idx.data<int64_t>(), idx.data<int64_t>() + 3), (std::vector<int64_t>{1, 1, 0}));
+  EXPECT_EQ(ops::count_correct(x, Tensor::from_labels({1, 1, 0})), 3);
+  EXPECT_EQ(ops::count_correct(x, Tensor::from_labels({1, 2, 2})), 1);
+  EXPECT_EQ(ops::count_correct(x, Tensor::from_labels({0, 0, 1})), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// errors a user can cause: std::invalid_argument naming the op and the shapes
+
+TEST(OpErrors, Conv2dChannelMismatch) {
+  EXPECT_INVALID_ARGUMENT(ops::conv2d(Tensor::zeros({1, 3, 5, 5}), Tensor::zeros({2, 2, 3, 3}), Tensor()),
+                          "conv2d: input [1, 3, 5, 5] has 3 channels but weight [2, 2, 3, 3] expects 2");
+}
+
+TEST(OpErrors, Conv2dBiasAndKernelSize) {
+  EXPECT_INVALID_ARGUMENT(
+      ops::conv2d(Tensor::zeros({1, 2, 5, 5}), Tensor::zeros({4, 2, 3, 3}), Tensor::zeros({3})),
+      "conv2d: bias [3] does not match weight [4, 2, 3, 3]");
+  EXPECT_INVALID_ARGUMENT(ops::conv2d(Tensor::zeros({1, 1, 2, 2}), Tensor::zeros({1, 1, 3, 3}), Tensor()),
+                          "conv2d: kernel [1, 1, 3, 3] is larger than the padded input [1, 1, 2, 2]");
+  EXPECT_INVALID_ARGUMENT(ops::conv2d(Tensor::zeros({1, 5, 5}), Tensor::zeros({1, 1, 3, 3}), Tensor()),
+                          "conv2d: input must have 4 dimensions, got shape [1, 5, 5]");
+}
+
+TEST(OpErrors, PoolWindowLargerThanInput) {
+  EXPECT_INVALID_ARGUMENT(ops::max_pool2d(Tensor::zeros({1, 1, 2, 2}), 3, 1),
+                          "max_pool2d: window 3 is larger than the input [1, 1, 2, 2]");
+  EXPECT_INVALID_ARGUMENT(ops::avg_pool2d(Tensor::zeros({1, 1, 2, 2}), 3, 1),
+                          "avg_pool2d: window 3 is larger than the input [1, 1, 2, 2]");
+}
+
+TEST(OpErrors, LinearFeatureMismatch) {
+  EXPECT_INVALID_ARGUMENT(ops::linear(Tensor::zeros({2, 4}), Tensor::zeros({3, 5}), Tensor()),
+                          "linear: input [2, 4] has 4 features but weight [3, 5] expects 5");
+  EXPECT_INVALID_ARGUMENT(ops::linear(Tensor::zeros({2, 4}), Tensor::zeros({3, 4}), Tensor::zeros({4})),
+                          "linear: bias [4] does not match weight [3, 4]");
+}
+
+TEST(OpErrors, MatmulInnerDimensionMismatch) {
+  EXPECT_INVALID_ARGUMENT(ops::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})),
+                          "matmul: cannot multiply [2, 3] by [4, 5]");
+}
+
+TEST(OpErrors, AddShapeMismatch) {
+  EXPECT_INVALID_ARGUMENT(ops::add(Tensor::zeros({2, 3}), Tensor::zeros({3, 2})),
+                          "add: shapes [2, 3] and [3, 2] differ (no broadcasting)");
+}
+
+TEST(OpErrors, ReshapeWrongElementCount) {
+  EXPECT_INVALID_ARGUMENT(ops::reshape(Tensor::zeros({2, 3}), {4, 2}),
+                          "reshape: cannot view [2, 3] (6 elements) as [4, 2]");
+  // The message shows the shape as requested, not with -1 already (wrongly) resolved to 1.
+  EXPECT_INVALID_ARGUMENT(ops::reshape(Tensor::zeros({2, 3}), {4, -1}),
+                          "reshape: cannot view [2, 3] (6 elements) as [4, -1]");
+  EXPECT_INVALID_ARGUMENT(ops::reshape(Tensor::zeros({2, 3}), {-1, -1}), "reshape: only one dimension may be -1");
+}
+
+TEST(OpErrors, CrossEntropyLabelOutOfRange) {
+  const Tensor logits = Tensor::zeros({3, 4});
+  EXPECT_INVALID_ARGUMENT(ops::cross_entropy(logits, Tensor::from_labels({0, 1, 4})),
+                          "cross_entropy: label 4 at index 2 is outside [0, 4)");
+  EXPECT_INVALID_ARGUMENT(ops::cross_entropy(logits, Tensor::from_labels({0, -1, 2})),
+                          "cross_entropy: label -1 at index 1 is outside [0, 4)");
+}
+
+TEST(OpErrors, LabelsOfWrongBatchSize) {
+  EXPECT_INVALID_ARGUMENT(ops::cross_entropy(Tensor::zeros({2, 3}), Tensor::from_labels({0, 1, 2})),
+                          "cross_entropy: logits [2, 3] and labels [3] disagree on the batch size");
+  EXPECT_INVALID_ARGUMENT(ops::count_correct(Tensor::zeros({2, 3}), Tensor::from_labels({0})),
+                          "count_correct: logits [2, 3] and labels [1] disagree on the batch size");
+}
+
+TEST(OpErrors, LabelsOfWrongType) {
+  EXPECT_INVALID_ARGUMENT(ops::cross_entropy(Tensor::zeros({2, 3}), Tensor::zeros({2})),
+                          "cross_entropy: labels must be a 1-D int64 tensor");
+}
+
+}  // namespace

@@ -1,0 +1,474 @@
+// Gradient checks: every op's backward() against central finite differences of its forward.
+//
+// Method. For an op f with inputs x_1..x_m, a fixed random tensor R of the output's shape
+// turns the output into one scalar L = sum(f(x) * R), so that dL/dx_i is a full
+// vector-Jacobian product that exercises every output element. The analytic gradient comes
+// from backward(); the numeric one perturbs each input element by +-h and takes
+// (L(x+h) - L(x-h)) / 2h, with L summed in double from the float32 outputs.
+//
+// Tolerance. An element passes when |analytic - numeric| <= kTolerance * max(1, |numeric|),
+// kTolerance = 2e-3. Why that number:
+//  * Rounding: the forward runs in float32 (eps = 6e-8). Perturbing one input element changes
+//    only the outputs in its receptive field (at most a few dozen here, values O(1-10)); all
+//    other outputs are bit-identical in L(x+h) and L(x-h) and cancel exactly. So L's rounding
+//    noise is about eps * |out| * sqrt(#affected) ~ 1e-6, and dividing by 2h = 2e-2 leaves
+//    ~5e-5 in the numeric derivative.
+//  * Truncation: conv, linear, matmul, add, reshape and the pools are linear in each single
+//    input element (and relu / max pool are kept away from their kinks), so the O(h^2) term
+//    is zero; for cross_entropy it is h^2/6 * |d3L| <= ~2e-5 with h = 1e-2.
+//  Measured (DPT_GRADCHECK_VERBOSE=1 prints it per input): <= 5e-5 for every op and the
+//  end-to-end chain, 2e-4 for cross_entropy on logits of +-30 (|L| ~ 30 scales the rounding
+//  noise), so correct ops sit 10-40x inside the bound. Real bugs are O(1) on O(1) gradients:
+//  a transposed weight gradient, a missing bias gradient (an undefined grad fails outright),
+//  a padding off by one pixel, a pool routing its gradient to the wrong window element, a
+//  wrong mean scale (1/N with N >= 2 is a >= 50% error). The self-tests below show that a
+//  transposed gradient and even a uniform 1% scale error fail the check.
+#include <gtest/gtest.h>
+
+#include <gtest/gtest-spi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dpt/autograd/node.h"
+#include "dpt/core/random.h"
+#include "dpt/core/tensor.h"
+#include "dpt/ops/ops.h"
+
+using dpt::DType;
+using dpt::Shape;
+using dpt::Tensor;
+namespace ops = dpt::ops;
+
+namespace {
+
+constexpr double kStep = 1e-2;
+constexpr double kTolerance = 2e-3;
+
+using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// sum(out * r) as a one-element tensor whose backward is r * grad: the scalar the gradient
+// check differentiates. Written here (not with library ops) so that no op under test is
+// also part of the loss.
+Tensor weighted_sum(const Tensor& out, const Tensor& r) {
+  const float* o = out.data<float>();
+  const float* w = r.data<float>();
+  double total = 0.0;
+  for (int64_t i = 0; i < out.numel(); ++i) total += static_cast<double>(o[i]) * w[i];
+  Tensor loss = Tensor::full({1}, static_cast<float>(total));
+  if (dpt::autograd::should_record({&out})) {
+    dpt::autograd::record(loss, "weighted_sum", {&out}, [r, shape = out.shape()](const Tensor& grad) {
+      Tensor g = Tensor::empty(shape);
+      const float scale = grad.data<float>()[0];
+      for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] = scale * r.data<float>()[i];
+      return std::vector<Tensor>{g};
+    });
+  }
+  return loss;
+}
+
+// L = sum(f(inputs) * r) in double, from the float32 outputs, without recording a graph.
+double scalar_loss(const OpFn& f, const std::vector<Tensor>& inputs, const Tensor& r) {
+  dpt::autograd::NoGradGuard no_grad;
+  const Tensor out = f(inputs);
+  const float* o = out.data<float>();
+  const float* w = r.data<float>();
+  double total = 0.0;
+  for (int64_t i = 0; i < out.numel(); ++i) total += static_cast<double>(o[i]) * static_cast<double>(w[i]);
+  return total;
+}
+
+// Checks d(sum(f(inputs) * R))/d(input) from backward() against central differences for
+// every element of every input with check[i] (all inputs when `check` is empty). Inputs not
+// checked must come out of backward() with no gradient.
+void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vector<bool> check = {},
+                            double step = kStep) {
+  if (check.empty()) check.assign(inputs.size(), true);
+  ASSERT_EQ(check.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i].zero_grad();
+    inputs[i].set_requires_grad(check[i]);
+  }
+
+  const Tensor out = f(inputs);
+  ASSERT_TRUE(out.needs_grad()) << "the op recorded no backward";
+  dpt::Rng rng(1234);
+  const Tensor r = Tensor::empty(out.shape());
+  dpt::fill_normal(r, 0.0f, 1.0f, rng);
+  weighted_sum(out, r).backward();
+
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor& x = inputs[i];
+    if (!check[i]) {
+      EXPECT_FALSE(x.grad().defined()) << "input " << i << " does not require grad but got one";
+      continue;
+    }
+    const Tensor grad = x.grad();
+    ASSERT_TRUE(grad.defined()) << "input " << i << " " << dpt::shape_str(x.shape()) << " got no gradient";
+    ASSERT_EQ(grad.shape(), x.shape()) << "input " << i;
+    // Copy the analytic gradient now: later forwards must not be able to change it.
+    const std::vector<float> analytic = grad.to_vector();
+
+    float* v = x.data<float>();
+    double worst = 0.0;
+    int64_t failures = 0;
+    std::ostringstream first_failures;
+    for (int64_t j = 0; j < x.numel(); ++j) {
+      const float saved = v[j];
+      v[j] = static_cast<float>(saved + step);
+      const double plus = scalar_loss(f, inputs, r);
+      v[j] = static_cast<float>(saved - step);
+      const double minus = scalar_loss(f, inputs, r);
+      v[j] = saved;
+      // Divide by the step the float input actually took, not the nominal one.
+      const double taken = static_cast<double>(static_cast<float>(saved + step)) -
+                           static_cast<double>(static_cast<float>(saved - step));
+      const double numeric = (plus - minus) / taken;
+      const double error = std::abs(analytic[j] - numeric) / std::max(1.0, std::abs(numeric));
+      worst = std::max(worst, error);
+      if (error > kTolerance && failures++ < 5) {
+        first_failures << "\n  element " << j << ": analytic " << analytic[j] << ", numeric " << numeric;
+      }
+    }
+    if (std::getenv("DPT_GRADCHECK_VERBOSE")) {
+      std::cout << "  input " << i << " " << dpt::shape_str(x.shape()) << ": worst scaled error " << worst << "\n";
+    }
+    EXPECT_EQ(failures, 0) << "input " << i << " " << dpt::shape_str(x.shape()) << ": " << failures << " of "
+                           << x.numel() << " elements off (worst scaled error " << worst << ")"
+                           << first_failures.str();
+  }
+}
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float scale = 1.0f) {
+  dpt::Rng rng(seed);
+  Tensor t = Tensor::empty(shape);
+  dpt::fill_uniform(t, -scale, scale, rng);
+  return t;
+}
+
+// Values whose magnitude is in [0.1, 1] with random signs: a +-h step (h = 0.01) never
+// crosses relu's kink at 0.
+Tensor away_from_zero(const Shape& shape, uint64_t seed) {
+  dpt::Rng rng(seed);
+  Tensor t = Tensor::empty(shape);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double magnitude = 0.1 + 0.9 * dpt::uniform01(rng);
+    p[i] = static_cast<float>(dpt::uniform01(rng) < 0.5 ? -magnitude : magnitude);
+  }
+  return t;
+}
+
+// A shuffled 0.1 * {0, 1, ..., n-1}: any two values differ by >= 0.1 > 2h, so a finite
+// step never changes which element of a pooling window is the maximum.
+Tensor well_separated(const Shape& shape, uint64_t seed) {
+  Tensor t = Tensor::empty(shape);
+  std::vector<int64_t> order(static_cast<size_t>(t.numel()));
+  std::iota(order.begin(), order.end(), 0);
+  dpt::Rng rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.1f * static_cast<float>(order[i]) - 1.0f;
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// conv2d
+
+OpFn conv(int stride, int padding, bool with_bias) {
+  return [=](const std::vector<Tensor>& in) {
+    return ops::conv2d(in[0], in[1], with_bias ? in[2] : Tensor(), stride, padding);
+  };
+}
+
+TEST(GradCheck, Conv2dStride1Pad0WithBias) {
+  expect_gradients_match(conv(1, 0, true),
+                         {random_tensor({2, 2, 5, 5}, 1), random_tensor({3, 2, 3, 3}, 2), random_tensor({3}, 3)});
+}
+
+TEST(GradCheck, Conv2dStride1Pad0NoBias) {
+  expect_gradients_match(conv(1, 0, false), {random_tensor({2, 2, 5, 5}, 4), random_tensor({3, 2, 3, 3}, 5)});
+}
+
+TEST(GradCheck, Conv2dStride2Pad1WithBias) {
+  expect_gradients_match(conv(2, 1, true),
+                         {random_tensor({2, 3, 5, 5}, 6), random_tensor({2, 3, 3, 3}, 7), random_tensor({2}, 8)});
+}
+
+TEST(GradCheck, Conv2dStride2Pad1NoBias) {
+  expect_gradients_match(conv(2, 1, false), {random_tensor({1, 2, 6, 6}, 9), random_tensor({4, 2, 3, 3}, 10)});
+}
+
+TEST(GradCheck, Conv2dNonSquareInputAndKernel) {
+  // 4x7 input, 2x3 kernel, padding 1: catches swapped height and width anywhere.
+  expect_gradients_match(conv(1, 1, true),
+                         {random_tensor({2, 2, 4, 7}, 11), random_tensor({3, 2, 2, 3}, 12), random_tensor({3}, 13)});
+}
+
+TEST(GradCheck, Conv2dNonSquareStride2) {
+  // 7x6 with stride 2: the last row/column of the padded input is dropped by the floor.
+  expect_gradients_match(conv(2, 1, true),
+                         {random_tensor({2, 1, 7, 6}, 14), random_tensor({2, 1, 3, 3}, 15), random_tensor({2}, 16)});
+}
+
+TEST(GradCheck, Conv2dOneByOneKernel) {
+  expect_gradients_match(conv(1, 0, true),
+                         {random_tensor({3, 4, 3, 3}, 17), random_tensor({5, 4, 1, 1}, 18), random_tensor({5}, 19)});
+}
+
+TEST(GradCheck, Conv2dStrideLargerThanKernelAndWidePadding) {
+  // Stride 3 with a 2x2 kernel skips input pixels (their gradient is 0); padding 2 >= the
+  // kernel makes whole output rows and columns see only padding (bias only).
+  expect_gradients_match(conv(3, 2, true),
+                         {random_tensor({2, 2, 7, 5}, 23), random_tensor({2, 2, 2, 2}, 24), random_tensor({2}, 25)});
+}
+
+TEST(GradCheck, Conv2dOnlySomeInputsRequireGrad) {
+  // Each backward branch on its own: only x, only weight, only bias.
+  const auto inputs = [] {
+    return std::vector<Tensor>{random_tensor({2, 2, 4, 4}, 20), random_tensor({3, 2, 3, 3}, 21), random_tensor({3}, 22)};
+  };
+  expect_gradients_match(conv(1, 1, true), inputs(), {true, false, false});
+  expect_gradients_match(conv(1, 1, true), inputs(), {false, true, false});
+  expect_gradients_match(conv(1, 1, true), inputs(), {false, false, true});
+}
+
+// ---------------------------------------------------------------------------------------
+// pools
+
+TEST(GradCheck, AvgPoolKernel2Stride2) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::avg_pool2d(in[0], 2, 2); },
+                         {random_tensor({2, 3, 4, 6}, 30)});
+}
+
+TEST(GradCheck, AvgPoolKernel3Stride1Overlapping) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::avg_pool2d(in[0], 3, 1); },
+                         {random_tensor({2, 2, 5, 4}, 31)});
+}
+
+TEST(GradCheck, AvgPoolOddInputFloor) {
+  // 5x5 with kernel 2 stride 2: the last row and column fall outside every window (grad 0).
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::avg_pool2d(in[0], 2, 2); },
+                         {random_tensor({1, 2, 5, 5}, 32)});
+}
+
+TEST(GradCheck, MaxPoolKernel2Stride2) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::max_pool2d(in[0], 2, 2); },
+                         {well_separated({2, 3, 4, 6}, 33)});
+}
+
+TEST(GradCheck, MaxPoolKernel3Stride1Overlapping) {
+  // An element that is the maximum of several windows must collect all their gradients.
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::max_pool2d(in[0], 3, 1); },
+                         {well_separated({2, 2, 5, 4}, 34)});
+}
+
+TEST(GradCheck, MaxPoolOddInputFloor) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::max_pool2d(in[0], 2, 2); },
+                         {well_separated({1, 2, 5, 5}, 35)});
+}
+
+// ---------------------------------------------------------------------------------------
+// relu, linear, matmul, add
+
+TEST(GradCheck, Relu) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::relu(in[0]); },
+                         {away_from_zero({3, 2, 4, 5}, 40)});
+}
+
+TEST(GradCheck, LinearWithBias) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], in[2]); },
+                         {random_tensor({4, 6}, 41), random_tensor({5, 6}, 42), random_tensor({5}, 43)});
+}
+
+TEST(GradCheck, LinearNoBias) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], Tensor()); },
+                         {random_tensor({3, 7}, 44), random_tensor({4, 7}, 45)});
+}
+
+TEST(GradCheck, LinearBatchOfOne) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], in[2]); },
+                         {random_tensor({1, 5}, 49), random_tensor({3, 5}, 39), random_tensor({3}, 38)});
+}
+
+TEST(GradCheck, LinearOnlyBiasRequiresGrad) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], in[2]); },
+                         {random_tensor({4, 6}, 46), random_tensor({5, 6}, 47), random_tensor({5}, 48)},
+                         {false, false, true});
+}
+
+TEST(GradCheck, Matmul) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); },
+                         {random_tensor({3, 5}, 50), random_tensor({5, 4}, 51)});
+}
+
+TEST(GradCheck, MatmulSquareOperands) {
+  // Square operands: a gradient that forgot to transpose has the right shape but wrong values.
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); },
+                         {random_tensor({4, 4}, 52), random_tensor({4, 4}, 53)});
+}
+
+TEST(GradCheck, Add) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::add(in[0], in[1]); },
+                         {random_tensor({2, 3, 4}, 60), random_tensor({2, 3, 4}, 61)});
+}
+
+TEST(GradCheck, AddSameTensorTwice) {
+  // add(x, x) = 2x: the two paths into x must sum, so d/dx = 2 R.
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::add(in[0], in[0]); },
+                         {random_tensor({3, 4}, 62)});
+}
+
+TEST(GradCheck, AddOfTwoOpsOnTheSameInput) {
+  // Both operands computed from x: linear(x, W1) + linear(x, W2).
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) {
+        return ops::add(ops::linear(in[0], in[1], Tensor()), ops::linear(in[0], in[2], Tensor()));
+      },
+      {random_tensor({3, 4}, 63), random_tensor({5, 4}, 64), random_tensor({5, 4}, 65)});
+}
+
+// ---------------------------------------------------------------------------------------
+// reshape, flatten (views; checked chained into ops that compute)
+
+TEST(GradCheck, FlattenIntoLinear) {
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) { return ops::linear(ops::flatten(in[0]), in[1], in[2]); },
+      {random_tensor({2, 2, 3, 2}, 70), random_tensor({3, 12}, 71), random_tensor({3}, 72)});
+}
+
+TEST(GradCheck, ReshapeWithInferredDimIntoMatmul) {
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) { return ops::matmul(ops::reshape(in[0], {-1, 6}), in[1]); },
+      {random_tensor({2, 3, 4}, 73), random_tensor({6, 2}, 74)});
+}
+
+TEST(GradCheck, ReshapeOfAnOpOutputThenBack) {
+  // conv output -> [N, -1] -> back to 4-D -> avg pool: gradients pass through two views.
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) {
+        const Tensor y = ops::conv2d(in[0], in[1], Tensor(), 1, 0);
+        const Tensor flat = ops::reshape(y, {y.dim(0), -1});
+        return ops::avg_pool2d(ops::reshape(flat, y.shape()), 2, 2);
+      },
+      {random_tensor({2, 1, 5, 5}, 75), random_tensor({2, 1, 2, 2}, 76)});
+}
+
+// ---------------------------------------------------------------------------------------
+// cross_entropy
+
+OpFn cross_entropy_with(std::vector<int64_t> labels, ops::Reduction reduction) {
+  return [labels = Tensor::from_labels(labels), reduction](const std::vector<Tensor>& in) {
+    return ops::cross_entropy(in[0], labels, reduction);
+  };
+}
+
+TEST(GradCheck, CrossEntropyNone) {
+  // The per-example losses [N] enter L as a weighted sum with random weights R, so each
+  // example's gradient is checked with its own scale.
+  expect_gradients_match(cross_entropy_with({0, 3, 1, 3, 2}, ops::Reduction::none), {random_tensor({5, 4}, 80, 2.0f)});
+}
+
+TEST(GradCheck, CrossEntropySum) {
+  expect_gradients_match(cross_entropy_with({2, 0, 1, 1}, ops::Reduction::sum), {random_tensor({4, 3}, 81, 2.0f)});
+}
+
+TEST(GradCheck, CrossEntropyMean) {
+  expect_gradients_match(cross_entropy_with({4, 0, 2}, ops::Reduction::mean), {random_tensor({3, 5}, 82, 2.0f)});
+}
+
+TEST(GradCheck, CrossEntropyLargeLogits) {
+  // Logits around +-30: exp() would overflow float without the max shift.
+  expect_gradients_match(cross_entropy_with({1, 0, 2}, ops::Reduction::sum), {random_tensor({3, 3}, 83, 30.0f)});
+}
+
+// ---------------------------------------------------------------------------------------
+// The check itself must catch typical backward bugs; these ops have them on purpose.
+
+// C = A B with a chosen (possibly wrong) backward for B.
+Tensor matmul_with_grad_b(const Tensor& a, const Tensor& b, std::function<Tensor(const Tensor&, const Tensor&)> grad_b) {
+  Tensor out;
+  {
+    dpt::autograd::NoGradGuard no_grad;
+    out = ops::matmul(a, b);
+  }
+  dpt::autograd::record(out, "buggy_matmul", {&a, &b}, [a = a.detach(), grad_b](const Tensor& grad_out) {
+    dpt::autograd::NoGradGuard no_grad;
+    return std::vector<Tensor>{Tensor(), grad_b(a, grad_out)};
+  });
+  return out;
+}
+
+// The correct dB = A^T dC, computed naively.
+Tensor naive_a_transpose_times(const Tensor& a, const Tensor& g) {
+  const int64_t m = a.dim(0), k = a.dim(1), n = g.dim(1);
+  Tensor out = Tensor::zeros({k, n});
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) out.data<float>()[p * n + j] += a.data<float>()[i * k + p] * g.data<float>()[i * n + j];
+  return out;
+}
+
+TEST(GradCheckSelfTest, AcceptsTheCorrectBackward) {
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) { return matmul_with_grad_b(in[0], in[1], naive_a_transpose_times); },
+      {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true});
+}
+
+TEST(GradCheckSelfTest, CatchesATransposedWeightGradient) {
+  EXPECT_NONFATAL_FAILURE(
+      expect_gradients_match(
+          [](const std::vector<Tensor>& in) {
+            return matmul_with_grad_b(in[0], in[1], [](const Tensor& a, const Tensor& g) {
+              const Tensor right = naive_a_transpose_times(a, g);
+              Tensor wrong = Tensor::empty(right.shape());
+              const int64_t n = right.dim(0);
+              for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < n; ++j) wrong.data<float>()[i * n + j] = right.data<float>()[j * n + i];
+              return wrong;
+            });
+          },
+          {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
+      "elements off");
+}
+
+TEST(GradCheckSelfTest, CatchesAOnePercentScaleError) {
+  EXPECT_NONFATAL_FAILURE(
+      expect_gradients_match(
+          [](const std::vector<Tensor>& in) {
+            return matmul_with_grad_b(in[0], in[1], [](const Tensor& a, const Tensor& g) {
+              Tensor grad = naive_a_transpose_times(a, g);
+              for (int64_t i = 0; i < grad.numel(); ++i) grad.data<float>()[i] *= 1.01f;
+              return grad;
+            });
+          },
+          {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
+      "elements off");
+}
+
+// ---------------------------------------------------------------------------------------
+// A small LeNet-shaped chain, end to end: every gradient through every op at once.
+
+TEST(GradCheck, SmallConvNetEndToEnd) {
+  const Tensor labels = Tensor::from_labels({1, 0});
+  expect_gradients_match(
+      [labels](const std::vector<Tensor>& in) {
+        Tensor h = ops::conv2d(in[0], in[1], in[2], 1, 1);  // [2, 2, 6, 6]
+        h = ops::avg_pool2d(ops::relu(h), 2, 2);           // [2, 2, 3, 3]
+        h = ops::max_pool2d(h, 2, 1);                       // [2, 2, 2, 2]
+        h = ops::linear(ops::flatten(h), in[3], in[4]);     // [2, 3]
+        return ops::cross_entropy(h, labels, ops::Reduction::sum);
+      },
+      {random_tensor({2, 1, 6, 6}, 90), random_tensor({2, 1, 3, 3}, 91), random_tensor({2}, 92),
+       random_tensor({3, 8}, 93), random_tensor({3}, 94)},
+      {});
+}
+
+}  // namespace
