@@ -10,7 +10,7 @@ usage() {
 usage: $0 [--build DIR] [--epochs N] [--devices LIST] [--data DIR]
   --build DIR     CMake build directory holding apps/dptrain (default: build)
   --epochs N      training epochs for both sides (default: 1)
-  --devices LIST  dptrain devices, e.g. cpu:0 or cpu:0,cpu:1 (default: cpu:0)
+  --devices LIST  dptrain devices, e.g. cpu:1 (one device) or cpu:2 (two) (default: cpu:1)
   --data DIR      Fashion-MNIST IDX .gz directory, passed to both sides
                   (default: each side's own default, /usr/share/datasets/fashion-mnist)
 environment: PYTHON=/path/to/python3 picks the interpreter that has torch
@@ -23,7 +23,7 @@ die() { echo "lenet_epoch.sh: $*" >&2; exit 1; }
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build=build
 epochs=1
-devices=cpu:0
+devices=cpu:1
 data=
 batch=256
 lr=0.2

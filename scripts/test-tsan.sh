@@ -7,5 +7,5 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=thre
 cmake --build "$build_dir" -j "$(nproc)" --target parallel_test
 # oneDNN's OpenMP runtime is not instrumented: each device runs one thread here, so no
 # OpenMP team is ever started and every report is about dptrain's own threads.
-(cd "$build_dir" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" OMP_NUM_THREADS=1 \
+(cd "$build_dir" && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../scripts/tsan.supp" OMP_NUM_THREADS=1 \
   ctest --output-on-failure -L parallel)

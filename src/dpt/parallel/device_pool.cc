@@ -54,15 +54,20 @@ void DevicePool::worker_loop(int rank) {
       error = std::current_exception();
     }
     bool first = false;
-    {
+    if (error) {
       std::lock_guard lock(mutex_);
-      if (error && !first_error_) {
+      if (!first_error_) {
         first_error_ = error;
         first = true;
       }
+    }
+    // The hook runs before this worker counts as done: once pending_ reaches 0, run_all may
+    // return and its caller destroy what the hook touches (ScratchTrainer's communicator).
+    if (first && abort_hook_) abort_hook_();
+    {
+      std::lock_guard lock(mutex_);
       --pending_;
     }
-    if (first && abort_hook_) abort_hook_();
     work_done_.notify_all();
   }
 }

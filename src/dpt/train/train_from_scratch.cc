@@ -28,12 +28,18 @@ void validate(const ScratchConfig& config) {
   }
 }
 
+namespace {
+const ScratchConfig& validated(const ScratchConfig& config) {
+  validate(config);
+  return config;
+}
+}  // namespace
+
 ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params)
-    : config_(config),
+    : config_(validated(config)),
       pool_(config.devices, config.cores),
       comm_(parallel::make_in_process_communicator(config.allreduce, static_cast<int>(config.devices.size()))),
       grad_buffers_(config.devices.size()) {
-  validate(config);
   for (const Device& device : config.devices) device_params_.push_back(parallel::replicate(initial_params, device));
   // One failing device must release its peers from the allreduce instead of hanging them.
   pool_.set_abort_hook([this] { comm_->abort("another device failed during the step"); });
