@@ -28,8 +28,21 @@ int64_t shape_numel(const Shape& shape) {
 size_t dtype_size(DType dtype) { return dtype == DType::f32 ? sizeof(float) : sizeof(int64_t); }
 const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "float32" : "int64"; }
 
-Storage::Storage(size_t bytes) : data_(allocate_host(bytes)), bytes_(bytes) {}
+Storage::Storage(size_t bytes, std::shared_ptr<const BackendLayout> layout)
+    : data_(allocate_host(bytes)), bytes_(bytes), layout_(std::move(layout)) {}
 Storage::~Storage() { release_host(data_, bytes_); }
+
+void* Storage::data(size_t plain_bytes) {
+  if (layout_) {
+    void* plain = allocate_host(plain_bytes);
+    layout_->to_plain(data_, plain);
+    release_host(data_, bytes_);
+    data_ = plain;
+    bytes_ = plain_bytes;
+    layout_.reset();
+  }
+  return data_;
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) {
@@ -48,7 +61,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::memset(t.impl_->storage->data(), 0, t.bytes());
+  std::memset(t.impl_->storage->raw_data(), 0, t.bytes());
   return t;
 }
 
@@ -87,13 +100,13 @@ int64_t Tensor::dim(int i) const {
 template <>
 float* Tensor::data<float>() const {
   if (dtype() != DType::f32) throw std::logic_error(std::string("data<float>() on a ") + dtype_name(dtype()) + " tensor");
-  return static_cast<float*>(impl_->storage->data());
+  return static_cast<float*>(impl_->storage->data(bytes()));
 }
 
 template <>
 int64_t* Tensor::data<int64_t>() const {
   if (dtype() != DType::i64) throw std::logic_error(std::string("data<int64_t>() on a ") + dtype_name(dtype()) + " tensor");
-  return static_cast<int64_t*>(impl_->storage->data());
+  return static_cast<int64_t*>(impl_->storage->data(bytes()));
 }
 
 float Tensor::item() const {
@@ -135,7 +148,7 @@ Tensor& Tensor::set_name(std::string name) {
 
 Tensor Tensor::clone() const {
   Tensor t = empty(shape(), dtype(), device());
-  std::memcpy(t.impl_->storage->data(), impl_->storage->data(), bytes());
+  std::memcpy(t.impl_->storage->raw_data(), impl_->storage->data(bytes()), bytes());
   return t;
 }
 
@@ -144,7 +157,7 @@ void Tensor::copy_from(const Tensor& src) const {
     throw std::invalid_argument("copy_from: source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) +
                                 " does not match destination " + shape_str(shape()) + " " + dtype_name(dtype()));
   }
-  std::memcpy(impl_->storage->data(), src.impl_->storage->data(), bytes());
+  std::memcpy(impl_->storage->data(bytes()), src.impl_->storage->data(src.bytes()), bytes());
 }
 
 }  // namespace dpt

@@ -20,19 +20,35 @@ enum class DType { f32, i64 };
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
 
-// Aligned host memory, freed when the last tensor viewing it goes away.
+// A memory layout other than plain row-major that a backend kernel chose for its output
+// (oneDNN's nChw8c keeps channels in groups of 8 for SIMD). Activations stay in it from
+// one kernel to the next; anything else that reads the data gets it converted first.
+class BackendLayout {
+ public:
+  virtual ~BackendLayout() = default;
+  // Writes the plain row-major form of `blocked` (laid out in this layout) to `plain`.
+  virtual void to_plain(const void* blocked, void* plain) const = 0;
+};
+
+// Aligned host memory, freed when the last tensor viewing it goes away. Every view of a
+// storage (detach, reshape) sees the same layout, because the layout lives here.
 class Storage {
  public:
-  explicit Storage(size_t bytes);
+  explicit Storage(size_t bytes, std::shared_ptr<const BackendLayout> layout = nullptr);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  void* data() const { return data_; }
+  // The bytes in plain row-major order (converted in place, once, if a backend layout held them).
+  void* data(size_t plain_bytes);
+  // The bytes as they are, in layout(): for backends that understand it.
+  void* raw_data() const { return data_; }
+  const BackendLayout* layout() const { return layout_.get(); }
   size_t bytes() const { return bytes_; }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::shared_ptr<const BackendLayout> layout_;
 };
 
 namespace autograd {

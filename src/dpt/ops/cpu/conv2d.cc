@@ -54,18 +54,16 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const bool with_bias = bias.defined();
   const ConvForward& prim = forward_primitive(x.shape(), weight.shape(), out_shape, with_bias, g);
   const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
-  Tensor out = Tensor::empty(out_shape, DType::f32, x.device());
-  Tensor x_scratch, w_scratch, out_scratch;
-  const dnnl::memory out_mem = output_in_layout(out, plain.out, prim.pd.dst_desc(), out_scratch);
+  const LaidOutTensor out = output_in_layout(out_shape, plain.out, prim.pd.dst_desc());
+  Tensor x_scratch, w_scratch;
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, input_in_layout(x, plain.x, prim.pd.src_desc(), x_scratch)},
       {DNNL_ARG_WEIGHTS, input_in_layout(weight, plain.weight, prim.pd.weights_desc(), w_scratch)},
-      {DNNL_ARG_DST, out_mem}};
+      {DNNL_ARG_DST, out.memory}};
   if (with_bias) args.insert({DNNL_ARG_BIAS, as_memory(plain.bias, bias)});
   prim.primitive.execute(stream(), args);
-  finish_output(out_mem, out, plain.out);
   stream().wait();
-  return out;
+  return out.tensor;
 }
 
 Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape, ConvGeometry g) {
@@ -84,16 +82,14 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
     return Primitive{pd, convolution_backward_data(pd)};
   });
   const PlainDescs plain = plain_descs(x_shape, weight.shape(), grad_out.shape());
-  Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
-  Tensor dy_scratch, w_scratch, dx_scratch;
-  const dnnl::memory dx_mem = output_in_layout(grad_x, plain.x, prim.pd.diff_src_desc(), dx_scratch);
+  const LaidOutTensor grad_x = output_in_layout(x_shape, plain.x, prim.pd.diff_src_desc());
+  Tensor dy_scratch, w_scratch;
   prim.primitive.execute(
       stream(), {{DNNL_ARG_DIFF_DST, input_in_layout(grad_out, plain.out, prim.pd.diff_dst_desc(), dy_scratch)},
                  {DNNL_ARG_WEIGHTS, input_in_layout(weight, plain.weight, prim.pd.weights_desc(), w_scratch)},
-                 {DNNL_ARG_DIFF_SRC, dx_mem}});
-  finish_output(dx_mem, grad_x, plain.x);
+                 {DNNL_ARG_DIFF_SRC, grad_x.memory}});
   stream().wait();
-  return grad_x;
+  return grad_x.tensor;
 }
 
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
@@ -118,7 +114,7 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
   });
   const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
   Tensor dy_scratch, x_scratch, dw_scratch;
-  const dnnl::memory dw_mem = output_in_layout(grad_weight, plain.weight, prim.pd.diff_weights_desc(), dw_scratch);
+  const dnnl::memory dw_mem = scratch_output(grad_weight, plain.weight, prim.pd.diff_weights_desc(), dw_scratch);
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_DIFF_DST, input_in_layout(grad_out, plain.out, prim.pd.diff_dst_desc(), dy_scratch)},
       {DNNL_ARG_SRC, input_in_layout(x, plain.x, prim.pd.src_desc(), x_scratch)},

@@ -1,42 +1,79 @@
 #include "dpt/ops/cpu/layout.h"
 
-#include <cstring>
 #include <string>
 
 #include "dpt/ops/cpu/dnnl_context.h"
 
 namespace dpt::ops::cpu {
 
-namespace {
 // Memory descriptors are plain structs: their bytes identify a layout exactly.
-std::string desc_key(const dnnl::memory::desc& desc) {
+std::string layout_key(const dnnl::memory::desc& desc) {
   return std::string(reinterpret_cast<const char*>(&desc.data), sizeof(desc.data));
 }
 
+namespace {
+
 void reorder(const dnnl::memory& from, const dnnl::memory& to) {
-  const std::string key = "reorder|" + desc_key(from.get_desc()) + "|" + desc_key(to.get_desc());
+  const std::string key = "reorder|" + layout_key(from.get_desc()) + "|" + layout_key(to.get_desc());
   auto& primitive = cached<dnnl::reorder>(key, [&] { return dnnl::reorder(from, to); });
   primitive.execute(stream(), const_cast<dnnl::memory&>(from), const_cast<dnnl::memory&>(to));
 }
-}  // namespace
+
+// A storage layout chosen by a oneDNN primitive.
+class DnnlLayout final : public BackendLayout {
+ public:
+  DnnlLayout(dnnl::memory::desc blocked, dnnl::memory::desc plain) : blocked_(blocked), plain_(plain) {}
+  const dnnl::memory::desc& blocked() const { return blocked_; }
+
+  void to_plain(const void* blocked, void* plain) const override {
+    reorder(dnnl::memory(blocked_, engine(), const_cast<void*>(blocked)), dnnl::memory(plain_, engine(), plain));
+    stream().wait();
+  }
+
+ private:
+  dnnl::memory::desc blocked_, plain_;
+};
 
 Tensor scratch_buffer(const dnnl::memory::desc& desc) {
   const int64_t floats = static_cast<int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
   return Tensor::empty({floats});
 }
+}  // namespace
+
+dnnl::memory::desc current_layout(const Tensor& tensor, const dnnl::memory::desc& plain) {
+  const auto* layout = dynamic_cast<const DnnlLayout*>(tensor.impl()->storage->layout());
+  // A view whose shape differs from the one the layout was made for (a reshape) is read plain.
+  if (layout && layout->blocked().dims() == plain.dims()) return layout->blocked();
+  return plain;
+}
 
 dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
                              Tensor& scratch) {
-  dnnl::memory own = as_memory(plain, tensor);
-  if (wanted == plain) return own;
+  const dnnl::memory::desc current = current_layout(tensor, plain);
+  Storage& storage = *tensor.impl()->storage;
+  void* data = current == plain ? storage.data(tensor.bytes()) : storage.raw_data();
+  dnnl::memory own(current, engine(), data);
+  if (wanted == current) return own;
   scratch = scratch_buffer(wanted);
   dnnl::memory converted(wanted, engine(), scratch.data<float>());
   reorder(own, converted);
   return converted;
 }
 
-dnnl::memory output_in_layout(const Tensor& output, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
-                              Tensor& scratch) {
+LaidOutTensor output_in_layout(const Shape& shape, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted) {
+  if (wanted == plain) {
+    Tensor t = Tensor::empty(shape);
+    return {t, as_memory(plain, t)};
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(wanted.get_size(), std::make_shared<DnnlLayout>(wanted, plain));
+  impl->shape = shape;
+  dnnl::memory memory(wanted, engine(), impl->storage->raw_data());
+  return {Tensor(std::move(impl)), memory};
+}
+
+dnnl::memory scratch_output(const Tensor& output, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
+                            Tensor& scratch) {
   if (wanted == plain) return as_memory(plain, output);
   scratch = scratch_buffer(wanted);
   return dnnl::memory(wanted, engine(), scratch.data<float>());

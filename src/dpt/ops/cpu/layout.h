@@ -1,31 +1,47 @@
-// Tensors keep the plain layout PyTorch users expect (NCHW, OIHW) between ops, but
-// oneDNN's fast kernels want blocked layouts (e.g. nChw8c: channels in groups of 8, so one
-// SIMD load covers 8 channels). Kernels ask the primitive which layout it wants and
-// bridge here: a reorder into a scratch buffer on the way in, and back on the way out.
-// In plain NCHW oneDNN 2.6 falls back to reference pooling and im2col convolution, which
-// cost far more than these reorders.
+// Tensors can hold their data in the layout oneDNN's fast kernels want (e.g. nChw8c:
+// channels in groups of 8, so that one SIMD load covers 8 channels). A kernel writes its
+// activation output in the layout its primitive chose, and the next kernel reads it as
+// is when it wants the same layout, so a chain conv -> relu -> pool -> conv reorders
+// nothing. Where layouts differ, or a tensor is plain (inputs, weights, anything code
+// outside the backend wrote), a cached reorder converts into a scratch buffer. Code
+// outside the backend that reads a blocked tensor gets it converted to plain first (see
+// Storage::data). In plain NCHW oneDNN 2.6 would run reference pooling and im2col
+// convolutions, which cost far more than these reorders.
 #pragma once
 
 #include <dnnl.hpp>
+#include <string>
 
 #include "dpt/core/tensor.h"
 
 namespace dpt::ops::cpu {
 
 // oneDNN memory for a tensor's data in the layout `wanted`: the tensor's own storage when
-// its plain layout already is `wanted`, else a reordered copy that lives in `scratch`.
+// it already is in `wanted`, else a reordered copy that lives in `scratch`. `plain` is
+// the tensor's plain layout (e.g. nchw of its shape).
 dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& plain,
                              const dnnl::memory::desc& wanted, Tensor& scratch);
 
-// Memory in the layout `wanted` for a primitive to write an output into: the output
-// tensor's own storage when the layouts agree, else a scratch buffer that
-// finish_output() reorders into the tensor.
-dnnl::memory output_in_layout(const Tensor& output, const dnnl::memory::desc& plain,
-                              const dnnl::memory::desc& wanted, Tensor& scratch);
+// A new tensor of `shape` whose storage is laid out as `wanted` (plain when `wanted`
+// equals `plain`), and the oneDNN memory over it for a primitive to write.
+struct LaidOutTensor {
+  Tensor tensor;
+  dnnl::memory memory;
+};
+LaidOutTensor output_in_layout(const Shape& shape, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted);
+
+// The layout a tensor's data has now: its backend layout, or `plain`.
+dnnl::memory::desc current_layout(const Tensor& tensor, const dnnl::memory::desc& plain);
+
+// For outputs that must end plain (weight gradients, which the optimizer reads): memory
+// in `wanted` for the primitive to write, in `scratch` when it differs from `plain`;
+// finish_output() then reorders into the tensor.
+dnnl::memory scratch_output(const Tensor& output, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
+                            Tensor& scratch);
 void finish_output(const dnnl::memory& written, const Tensor& output, const dnnl::memory::desc& plain);
 
-// An uninitialised buffer big enough for `desc` (from the caching allocator).
-Tensor scratch_buffer(const dnnl::memory::desc& desc);
+// Bytes that identify a layout exactly, for primitive cache keys.
+std::string layout_key(const dnnl::memory::desc& desc);
 
 // The blocked activation layout the pooling kernels run in.
 dnnl::memory::format_tag blocked_activation_tag();

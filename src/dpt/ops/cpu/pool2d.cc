@@ -36,20 +36,18 @@ const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind 
 
 PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape) {
   const PoolForward& prim = forward_primitive(x.shape(), out_shape, kind, kernel, stride);
-  PoolResult result{Tensor::empty(out_shape, DType::f32, x.device()), nullptr};
-  const auto plain_out = plain_desc(out_shape, tag::nchw);
-  Tensor x_scratch, out_scratch;
-  const dnnl::memory out_mem = output_in_layout(result.out, plain_out, prim.pd.dst_desc(), out_scratch);
+  const LaidOutTensor out = output_in_layout(out_shape, plain_desc(out_shape, tag::nchw), prim.pd.dst_desc());
+  PoolResult result{out.tensor, nullptr};
+  Tensor x_scratch;
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, input_in_layout(x, plain_desc(x.shape(), tag::nchw), prim.pd.src_desc(), x_scratch)},
-      {DNNL_ARG_DST, out_mem}};
+      {DNNL_ARG_DST, out.memory}};
   if (kind == PoolKind::max) {
     auto workspace = std::make_shared<dnnl::memory>(prim.pd.workspace_desc(), engine());
     args.insert({DNNL_ARG_WORKSPACE, *workspace});
     result.workspace = workspace;
   }
   prim.primitive.execute(stream(), args);
-  finish_output(out_mem, result.out, plain_out);
   stream().wait();
   return result;
 }
@@ -70,19 +68,16 @@ Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKi
                                         forward_primitive(x_shape, grad_out.shape(), kind, kernel, stride).pd);
     return Primitive{pd, pooling_backward(pd)};
   });
-  Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
-  const auto plain_x = plain_desc(x_shape, tag::nchw);
-  Tensor dy_scratch, dx_scratch;
-  const dnnl::memory dx_mem = output_in_layout(grad_x, plain_x, prim.pd.diff_src_desc(), dx_scratch);
+  const LaidOutTensor grad_x = output_in_layout(x_shape, plain_desc(x_shape, tag::nchw), prim.pd.diff_src_desc());
+  Tensor dy_scratch;
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_DIFF_DST,
        input_in_layout(grad_out, plain_desc(grad_out.shape(), tag::nchw), prim.pd.diff_dst_desc(), dy_scratch)},
-      {DNNL_ARG_DIFF_SRC, dx_mem}};
+      {DNNL_ARG_DIFF_SRC, grad_x.memory}};
   if (kind == PoolKind::max) args.insert({DNNL_ARG_WORKSPACE, *static_cast<dnnl::memory*>(forward.workspace.get())});
   prim.primitive.execute(stream(), args);
-  finish_output(dx_mem, grad_x, plain_x);
   stream().wait();
-  return grad_x;
+  return grad_x.tensor;
 }
 
 }  // namespace dpt::ops::cpu
