@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -21,25 +23,7 @@ using ::testing::HasSubstr;
 namespace ops = dpt::ops;
 
 namespace {
-
-#define EXPECT_INVALID_ARGUMENT(statement, text)   \
-  EXPECT_THROW(                                    \
-      {                                            \
-        try {                                      \
-          statement;                               \
-        } catch (const std::invalid_argument& e) { \
-          EXPECT_THAT(e.what(), HasSubstr(text));  \
-          throw;                                   \
-        }                                          \
-      },                                           \
-      std::invalid_argument)
-
-Tensor random_tensor(const Shape& shape, uint64_t seed, float low = -1.0f, float high = 1.0f) {
-  dpt::Rng rng(seed);
-  Tensor t = Tensor::empty(shape);
-  dpt::fill_uniform(t, low, high, rng);
-  return t;
-}
+using dpt::testing_support::random_tensor;
 
 // The sum of all elements as a [1, 1] tensor, built from library ops so it records a graph:
 // reshape to [1, n] and multiply by a column of ones. d(sum)/dt = 1 everywhere.

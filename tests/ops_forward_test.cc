@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -25,28 +27,9 @@ using ::testing::HasSubstr;
 namespace ops = dpt::ops;
 
 namespace {
+using dpt::testing_support::random_tensor;
 
 constexpr double kTol = 1e-5;
-
-// Expects `statement` to throw std::invalid_argument whose what() contains `text`.
-#define EXPECT_INVALID_ARGUMENT(statement, text)           \
-  EXPECT_THROW(                                            \
-      {                                                    \
-        try {                                              \
-          statement;                                       \
-        } catch (const std::invalid_argument& e) {         \
-          EXPECT_THAT(e.what(), HasSubstr(text));          \
-          throw;                                           \
-        }                                                  \
-      },                                                   \
-      std::invalid_argument)
-
-Tensor random_tensor(const Shape& shape, uint64_t seed) {
-  dpt::Rng rng(seed);
-  Tensor t = Tensor::empty(shape);
-  dpt::fill_uniform(t, -1.0f, 1.0f, rng);
-  return t;
-}
 
 void expect_values_near(const Tensor& actual, const std::vector<double>& expected, double tol = kTol) {
   ASSERT_EQ(actual.numel(), static_cast<int64_t>(expected.size()));

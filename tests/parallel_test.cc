@@ -11,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test_support.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,18 +67,6 @@ constexpr bool kThreadSanitizer = false;
 
 // Generous: the work inside is milliseconds; only a hang (a rank never released) gets near.
 constexpr auto kHangTimeout = kThreadSanitizer ? 120s : 30s;
-
-#define EXPECT_INVALID_ARGUMENT(statement, text)   \
-  EXPECT_THROW(                                    \
-      {                                            \
-        try {                                      \
-          statement;                               \
-        } catch (const std::invalid_argument& e) { \
-          EXPECT_THAT(e.what(), HasSubstr(text));  \
-          throw;                                   \
-        }                                          \
-      },                                           \
-      std::invalid_argument)
 
 // Runs `body` on its own thread and fails the whole binary if it has not finished within
 // `timeout`: a rank that is never released would otherwise hang the test run forever (the
