@@ -361,4 +361,190 @@ TEST(OpErrors, LabelsOfWrongType) {
                           "cross_entropy: labels must be a 1-D int64 tensor");
 }
 
+// ---------------------------------------------------------------------------------------
+// batch_norm2d, global_avg_pool2d
+
+// Per-channel mean and biased variance of y [N, C, H, W], in double.
+struct ChannelStats {
+  std::vector<double> mean, variance;
+};
+ChannelStats channel_stats(const Tensor& y) {
+  const int64_t n_ = y.dim(0), c_ = y.dim(1), hw = y.dim(2) * y.dim(3);
+  const float* p = y.data<float>();
+  ChannelStats s{std::vector<double>(c_, 0.0), std::vector<double>(c_, 0.0)};
+  for (int64_t c = 0; c < c_; ++c) {
+    for (int64_t n = 0; n < n_; ++n)
+      for (int64_t i = 0; i < hw; ++i) s.mean[c] += p[(n * c_ + c) * hw + i];
+    s.mean[c] /= static_cast<double>(n_ * hw);
+    for (int64_t n = 0; n < n_; ++n)
+      for (int64_t i = 0; i < hw; ++i) {
+        const double d = p[(n * c_ + c) * hw + i] - s.mean[c];
+        s.variance[c] += d * d;
+      }
+    s.variance[c] /= static_cast<double>(n_ * hw);
+  }
+  return s;
+}
+
+TEST(BatchNormForward, TrainingHandComputed) {
+  // One channel, values 1..4: mean 2.5, biased variance 1.25, unbiased 5/3.
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4}, {2, 1, 1, 2});
+  Tensor running_mean = Tensor::zeros({1}), running_var = Tensor::full({1}, 1.0f);
+  const Tensor y = ops::batch_norm2d(x, Tensor::full({1}, 2.0f), Tensor::full({1}, 1.0f), running_mean, running_var,
+                                     true, 0.1f, 1e-5f);
+  ASSERT_EQ(y.shape(), (Shape{2, 1, 1, 2}));
+  const double inv_std = 1.0 / std::sqrt(1.25 + 1e-5);
+  expect_values_near(y, {1 - 3 * inv_std, 1 - inv_std, 1 + inv_std, 1 + 3 * inv_std});
+  // running = 0.9 * running + 0.1 * batch statistic (unbiased variance for running_var).
+  expect_values_near(running_mean, {0.9 * 0.0 + 0.1 * 2.5});
+  expect_values_near(running_var, {0.9 * 1.0 + 0.1 * (5.0 / 3.0)});
+}
+
+TEST(BatchNormForward, TrainingNormalizesEachChannelAndUpdatesRunningStatsAsPyTorch) {
+  // Channels with different offsets and scales; gamma = 1, beta = 0.
+  const Shape shape{4, 3, 5, 6};
+  Tensor x = random_tensor(shape, 200);
+  const std::vector<float> offset{3.0f, -1.0f, 0.0f}, scale{0.5f, 2.0f, 5.0f};
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = (i / 30) % 3;
+    x.data<float>()[i] = x.data<float>()[i] * scale[c] + offset[c];
+  }
+  const ChannelStats in = channel_stats(x);
+  const std::vector<float> mean0{0.5f, -1.0f, 2.0f}, var0{1.0f, 2.0f, 0.5f};
+  Tensor running_mean = Tensor::from_vector(mean0, {3}), running_var = Tensor::from_vector(var0, {3});
+  const float momentum = 0.3f;
+  const Tensor y =
+      ops::batch_norm2d(x, Tensor::full({3}, 1.0f), Tensor::zeros({3}), running_mean, running_var, true, momentum);
+  ASSERT_EQ(y.shape(), shape);
+
+  const ChannelStats out = channel_stats(y);
+  const double n = 4 * 5 * 6;
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(out.mean[c], 0.0, 1e-5) << "channel " << c;
+    // Biased variance v normalized with eps: v / (v + eps).
+    EXPECT_NEAR(out.variance[c], in.variance[c] / (in.variance[c] + 1e-5), 1e-4) << "channel " << c;
+    EXPECT_NEAR(running_mean.data<float>()[c], (1 - momentum) * mean0[c] + momentum * in.mean[c], 1e-5);
+    EXPECT_NEAR(running_var.data<float>()[c], (1 - momentum) * var0[c] + momentum * in.variance[c] * n / (n - 1),
+                1e-4);
+  }
+}
+
+TEST(BatchNormForward, EvalUsesRunningStatsAndLeavesThemAlone) {
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 2, 1, 2});
+  Tensor running_mean = Tensor::from_vector({1, 2}, {2}), running_var = Tensor::from_vector({4, 0.25f}, {2});
+  const Tensor gamma = Tensor::from_vector({2, -1}, {2}), beta = Tensor::from_vector({0.5f, 0}, {2});
+  const Tensor y = ops::batch_norm2d(x, gamma, beta, running_mean, running_var, false);
+  const double s0 = std::sqrt(4 + 1e-5), s1 = std::sqrt(0.25 + 1e-5);
+  expect_values_near(y, {0.5, 2 * 1 / s0 + 0.5, -1 * 1 / s1, -1 * 2 / s1});
+  expect_values_near(running_mean, {1, 2});
+  expect_values_near(running_var, {4, 0.25});
+}
+
+TEST(BatchNormForward, EvalAfterTrainingUsesTheUpdatedStats) {
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4}, {2, 1, 1, 2});
+  Tensor running_mean = Tensor::zeros({1}), running_var = Tensor::full({1}, 1.0f);
+  const Tensor gamma = Tensor::full({1}, 1.0f), beta = Tensor::zeros({1});
+  ops::batch_norm2d(x, gamma, beta, running_mean, running_var, true, 1.0f);  // momentum 1: the batch stats
+  expect_values_near(running_mean, {2.5});
+  expect_values_near(running_var, {5.0 / 3.0});
+  const Tensor y = ops::batch_norm2d(x, gamma, beta, running_mean, running_var, false);
+  const double s = std::sqrt(5.0 / 3.0 + 1e-5);
+  expect_values_near(y, {-1.5 / s, -0.5 / s, 0.5 / s, 1.5 / s});
+}
+
+TEST(BatchNormForward, BlockedConvOutputGivesTheSameResultAsPlain) {
+  // conv2d leaves its output in oneDNN's blocked layout; batch norm must read it as is (and
+  // keep the layout for the next kernel) and agree with the same values given plain.
+  const Tensor gamma = random_tensor({5}, 212), beta = random_tensor({5}, 213);
+  for (const bool training : {true, false}) {
+    Tensor rm_a = Tensor::zeros({5}), rv_a = Tensor::full({5}, 1.0f);
+    Tensor rm_b = Tensor::zeros({5}), rv_b = Tensor::full({5}, 1.0f);
+    const Tensor blocked_in = ops::conv2d(random_tensor({2, 3, 6, 6}, 210), random_tensor({5, 3, 3, 3}, 211),
+                                          Tensor(), 1, 1);
+    ASSERT_NE(blocked_in.impl()->storage->layout(), nullptr) << "conv2d no longer leaves a blocked layout";
+    const Tensor y_blocked = ops::batch_norm2d(blocked_in, gamma, beta, rm_a, rv_a, training);
+    EXPECT_NE(y_blocked.impl()->storage->layout(), nullptr) << "batch norm reordered its output to plain";
+    const Tensor plain_in = blocked_in.clone();  // converts to plain
+    ASSERT_EQ(plain_in.impl()->storage->layout(), nullptr);
+    const Tensor y_plain = ops::batch_norm2d(plain_in, gamma, beta, rm_b, rv_b, training);
+    const std::vector<float> a = y_blocked.to_vector(), b = y_plain.to_vector();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "element " << i;
+    const std::vector<float> ma = rm_a.to_vector(), mb = rm_b.to_vector();
+    const std::vector<float> va = rv_a.to_vector(), vb = rv_b.to_vector();
+    for (size_t c = 0; c < 5; ++c) {
+      EXPECT_NEAR(ma[c], mb[c], 1e-6);
+      EXPECT_NEAR(va[c], vb[c], 1e-5);
+    }
+  }
+}
+
+TEST(GlobalAvgPoolForward, NonSquarePlane) {
+  // Two 2x3 planes: 1..6 and 7..12.
+  std::vector<float> v(12);
+  for (int i = 0; i < 12; ++i) v[i] = static_cast<float>(i + 1);
+  const Tensor y = ops::global_avg_pool2d(Tensor::from_vector(v, {1, 2, 2, 3}));
+  ASSERT_EQ(y.shape(), (Shape{1, 2, 1, 1}));
+  expect_values_near(y, {3.5, 9.5});
+}
+
+TEST(GlobalAvgPoolForward, MatchesNaiveMeans) {
+  for (const Shape& shape : {Shape{2, 3, 4, 4}, Shape{3, 9, 5, 7}, Shape{1, 2, 1, 1}}) {
+    const Tensor x = random_tensor(shape, 220);
+    const Tensor y = ops::global_avg_pool2d(x);
+    ASSERT_EQ(y.shape(), (Shape{shape[0], shape[1], 1, 1}));
+    const int64_t hw = shape[2] * shape[3];
+    std::vector<double> expected;
+    for (int64_t plane = 0; plane < shape[0] * shape[1]; ++plane) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < hw; ++i) sum += x.data<float>()[plane * hw + i];
+      expected.push_back(sum / static_cast<double>(hw));
+    }
+    expect_values_near(y, expected);
+  }
+}
+
+TEST(OpErrors, BatchNormShapeMismatch) {
+  const Tensor x = Tensor::zeros({2, 3, 4, 4});
+  const Tensor c3 = Tensor::zeros({3}), c4 = Tensor::zeros({4});
+  Tensor rm = Tensor::zeros({3}), rv = Tensor::full({3}, 1.0f), rm4 = Tensor::zeros({4}), rv4 = Tensor::zeros({4});
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, c4, c3, rm, rv, true),
+                          "batch_norm2d: gamma [4] does not match the 3 channels of input [2, 3, 4, 4]");
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, c3, c4, rm, rv, true),
+                          "batch_norm2d: beta [4] does not match the 3 channels of input [2, 3, 4, 4]");
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, c3, c3, rm4, rv, false),
+                          "batch_norm2d: running_mean [4] does not match the 3 channels of input [2, 3, 4, 4]");
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, c3, c3, rm, rv4, false),
+                          "batch_norm2d: running_var [4] does not match the 3 channels of input [2, 3, 4, 4]");
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, Tensor::zeros({1, 3}), c3, rm, rv, true),
+                          "batch_norm2d: gamma must have 1 dimensions, got shape [1, 3]");
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(Tensor::zeros({2, 3}), c3, c3, rm, rv, true),
+                          "batch_norm2d: input must have 4 dimensions, got shape [2, 3]");
+  // A failed call leaves the running stats untouched.
+  expect_values_near(rm, {0, 0, 0});
+  expect_values_near(rv, {1, 1, 1});
+}
+
+TEST(OpErrors, BatchNormTrainingNeedsTwoValuesPerChannel) {
+  Tensor rm = Tensor::zeros({2}), rv = Tensor::full({2}, 1.0f);
+  const Tensor gamma = Tensor::full({2}, 1.0f), beta = Tensor::zeros({2});
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(Tensor::zeros({1, 2, 1, 1}), gamma, beta, rm, rv, true),
+                          "batch_norm2d: training needs more than one value per channel, got input [1, 2, 1, 1]");
+  // Evaluation of a single value is fine.
+  EXPECT_NO_THROW(ops::batch_norm2d(Tensor::zeros({1, 2, 1, 1}), gamma, beta, rm, rv, false));
+}
+
+TEST(OpErrors, BatchNormMomentumAndEps) {
+  const Tensor x = Tensor::zeros({2, 1, 2, 2}), c = Tensor::zeros({1});
+  Tensor rm = Tensor::zeros({1}), rv = Tensor::full({1}, 1.0f);
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, c, c, rm, rv, true, 1.5f), "batch_norm2d: momentum must be in [0, 1]");
+  EXPECT_INVALID_ARGUMENT(ops::batch_norm2d(x, c, c, rm, rv, true, 0.1f, 0.0f),
+                          "batch_norm2d: eps must be a finite number > 0");
+}
+
+TEST(OpErrors, GlobalAvgPoolNeeds4D) {
+  EXPECT_INVALID_ARGUMENT(ops::global_avg_pool2d(Tensor::zeros({2, 3, 4})),
+                          "global_avg_pool2d: input must have 4 dimensions, got shape [2, 3, 4]");
+}
+
 }  // namespace

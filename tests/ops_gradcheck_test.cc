@@ -471,4 +471,86 @@ TEST(GradCheck, SmallConvNetEndToEnd) {
       {});
 }
 
+// ---------------------------------------------------------------------------------------
+// batch_norm2d, global_avg_pool2d
+//
+// Training-mode batch norm is not linear in x (the batch mean and variance depend on every
+// element of the channel), so its central difference has an O(h^2) truncation term; with
+// per-channel variances ~1/3 and >= 18 values per channel it stays ~1e-4, well inside the
+// bound (DPT_GRADCHECK_VERBOSE=1 shows it). In eval mode, and w.r.t. gamma and beta in
+// either mode, the op is affine in each input and the term is zero.
+
+// Running stats mutate in place on every training call: each call gets fresh copies so
+// that every forward the check runs is the same pure function of its inputs.
+OpFn batch_norm_with(bool training, const Tensor& running_mean, const Tensor& running_var) {
+  return [=](const std::vector<Tensor>& in) {
+    Tensor rm = running_mean.clone(), rv = running_var.clone();
+    return ops::batch_norm2d(in[0], in[1], in[2], rm, rv, training);
+  };
+}
+
+Tensor positive_tensor(const Shape& shape, uint64_t seed) {
+  dpt::Rng rng(seed);
+  Tensor t = Tensor::empty(shape);
+  dpt::fill_uniform(t, 0.5f, 1.5f, rng);
+  return t;
+}
+
+TEST(GradCheck, BatchNormTraining) {
+  expect_gradients_match(batch_norm_with(true, random_tensor({3}, 110), positive_tensor({3}, 111)),
+                         {random_tensor({2, 3, 3, 4}, 112), random_tensor({3}, 113, 2.0f), random_tensor({3}, 114)});
+}
+
+TEST(GradCheck, BatchNormTrainingOnlySomeInputsRequireGrad) {
+  const auto inputs = [] {
+    return std::vector<Tensor>{random_tensor({3, 2, 3, 2}, 115), random_tensor({2}, 116, 2.0f),
+                               random_tensor({2}, 117)};
+  };
+  const OpFn f = batch_norm_with(true, Tensor::zeros({2}), Tensor::full({2}, 1.0f));
+  expect_gradients_match(f, inputs(), {true, false, false});
+  expect_gradients_match(f, inputs(), {false, true, false});
+  expect_gradients_match(f, inputs(), {false, false, true});
+}
+
+TEST(GradCheck, BatchNormEval) {
+  expect_gradients_match(batch_norm_with(false, random_tensor({3}, 120), positive_tensor({3}, 121)),
+                         {random_tensor({2, 3, 3, 4}, 122), random_tensor({3}, 123, 2.0f), random_tensor({3}, 124)});
+}
+
+TEST(GradCheck, ConvBatchNormChainInBlockedLayout) {
+  // The conv's output arrives in oneDNN's blocked layout (3 channels padded to a block) and
+  // batch norm runs in it, forward and backward.
+  const Tensor running_mean = Tensor::zeros({3}), running_var = Tensor::full({3}, 1.0f);
+  for (const bool training : {true, false}) {
+    expect_gradients_match(
+        [=](const std::vector<Tensor>& in) {
+          Tensor rm = running_mean.clone(), rv = running_var.clone();
+          const Tensor h = ops::conv2d(in[0], in[1], Tensor(), 1, 1);  // [2, 3, 4, 5]
+          return ops::avg_pool2d(ops::batch_norm2d(h, in[2], in[3], rm, rv, training), 2, 2);
+        },
+        {random_tensor({2, 2, 4, 5}, 125), random_tensor({3, 2, 3, 3}, 126), random_tensor({3}, 127, 2.0f),
+         random_tensor({3}, 128)});
+  }
+}
+
+TEST(GradCheck, GlobalAvgPoolSquare) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::global_avg_pool2d(in[0]); },
+                         {random_tensor({2, 3, 4, 4}, 130)});
+}
+
+TEST(GradCheck, GlobalAvgPoolNonSquare) {
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::global_avg_pool2d(in[0]); },
+                         {random_tensor({2, 3, 3, 5}, 131)});
+}
+
+TEST(GradCheck, GlobalAvgPoolAfterConvIntoLinear) {
+  // ResNet's head: conv (blocked output) -> global pool -> flatten -> linear.
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) {
+        return ops::linear(ops::flatten(ops::global_avg_pool2d(ops::conv2d(in[0], in[1], Tensor(), 1, 0))), in[2],
+                           Tensor());
+      },
+      {random_tensor({2, 2, 5, 4}, 132), random_tensor({3, 2, 2, 2}, 133), random_tensor({4, 3}, 134)});
+}
+
 }  // namespace

@@ -18,7 +18,20 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int str
 Tensor avg_pool2d(const Tensor& x, int kernel, int stride);
 Tensor max_pool2d(const Tensor& x, int kernel, int stride);
 
+// Mean over each whole H x W plane: x [N, C, H, W] -> [N, C, 1, 1] (H and W may differ).
+Tensor global_avg_pool2d(const Tensor& x);
+
 Tensor relu(const Tensor& x);
+
+// Batch normalization of x [N, C, H, W] per channel, as torch.nn.functional.batch_norm:
+// y = gamma * (x - mean) / sqrt(var + eps) + beta, gamma / beta / running stats [C].
+// training: mean and biased var of this batch (over N, H, W); updates the running stats
+//   in place: running = (1 - momentum) * running + momentum * stat, with the unbiased
+//   batch variance (times n / (n - 1), n = N*H*W) for running_var; needs n > 1.
+// eval: mean = running_mean, var = running_var (left unchanged).
+// Differentiable w.r.t. x, gamma and beta in both modes; the running stats get no gradient.
+Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                    Tensor& running_var, bool training, float momentum = 0.1f, float eps = 1e-5f);
 
 // x [N, in], weight [out, in], bias [out] or undefined -> [N, out]  (y = x W^T + b).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

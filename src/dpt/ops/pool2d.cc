@@ -30,4 +30,17 @@ Tensor pool2d(const Tensor& x, cpu::PoolKind kind, int kernel, int stride) {
 Tensor avg_pool2d(const Tensor& x, int kernel, int stride) { return pool2d(x, cpu::PoolKind::avg, kernel, stride); }
 Tensor max_pool2d(const Tensor& x, int kernel, int stride) { return pool2d(x, cpu::PoolKind::max, kernel, stride); }
 
+Tensor global_avg_pool2d(const Tensor& x) {
+  const std::string op = "global_avg_pool2d";
+  require_rank(x, 4, op, "input");
+  require(x.dim(2) >= 1 && x.dim(3) >= 1, op, "input " + shape_str(x.shape()) + " has an empty plane");
+  Tensor out = cpu::global_avg_pool2d_forward(x);
+  if (autograd::should_record({&x})) {
+    autograd::record(out, op, {&x}, [x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
+      return {cpu::global_avg_pool2d_backward(grad_out, x_shape)};
+    });
+  }
+  return out;
+}
+
 }  // namespace dpt::ops

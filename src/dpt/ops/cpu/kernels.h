@@ -27,6 +27,32 @@ PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride
 Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,
                        const Shape& x_shape);
 
+// Average over each whole H x W plane: x [N, C, H, W] -> [N, C, 1, 1] (H and W may differ).
+Tensor global_avg_pool2d_forward(const Tensor& x);
+Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape);
+
+// Batch normalization over N, H, W of x [N, C, H, W] with scale gamma [C] and shift beta [C].
+// The primitive runs in the layout x already has, and the output keeps it.
+//  * batch statistics (use_batch_stats): computes mean and biased variance [C] of this
+//    batch, normalizes with them and returns them;
+//  * given statistics: normalizes with `mean` and `variance` [C] (e.g. running stats),
+//    which the result then holds.
+struct BatchNormResult {
+  Tensor out;
+  Tensor mean;      // [C], plain
+  Tensor variance;  // [C], plain, biased (divided by N*H*W)
+};
+BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, bool use_batch_stats,
+                                   const Tensor& mean, const Tensor& variance, float eps);
+struct BatchNormGrads {
+  Tensor grad_x, grad_gamma, grad_beta;
+};
+// Gradients for a forward that used `mean` / `variance`; with use_batch_stats they are the
+// batch's own statistics (and depend on x), otherwise constants. (No gradient depends on
+// beta, but oneDNN 2.6 refuses to run the backward primitive without it.)
+BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   bool use_batch_stats, const Tensor& mean, const Tensor& variance, float eps);
+
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& grad_out, const Tensor& x);
 

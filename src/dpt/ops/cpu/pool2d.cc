@@ -16,26 +16,33 @@ dnnl::algorithm pool_algorithm(PoolKind kind) {
   return kind == PoolKind::max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
 }
 
+// A window of kernel_h x kernel_w moved by stride_h, stride_w (square for pool2d, the whole
+// plane for the global pool).
+struct Window {
+  int64_t kernel_h, kernel_w, stride_h, stride_w;
+};
+Window square_window(int kernel, int stride) { return {kernel, kernel, stride, stride}; }
+
 struct PoolForward {
   pooling_forward::primitive_desc pd;
   pooling_forward primitive;
 };
 
-const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind kind, int kernel, int stride) {
-  const std::string key = cache_key("pool_fwd", x, out, static_cast<int>(kind), kernel, stride);
+const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind kind, const Window& w) {
+  const std::string key =
+      cache_key("pool_fwd", x, out, static_cast<int>(kind), w.kernel_h, w.kernel_w, w.stride_h, w.stride_w);
   return cached<PoolForward>(key, [&] {
     const pooling_forward::desc desc(dnnl::prop_kind::forward_training, pool_algorithm(kind),
                                      plain_desc(x, blocked_activation_tag()),
-                                     plain_desc(out, blocked_activation_tag()), {stride, stride},
-                                     {kernel, kernel}, {0, 0}, {0, 0});
+                                     plain_desc(out, blocked_activation_tag()), {w.stride_h, w.stride_w},
+                                     {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
     pooling_forward::primitive_desc pd(desc, engine());
     return PoolForward{pd, pooling_forward(pd)};
   });
 }
-}  // namespace
 
-PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape) {
-  const PoolForward& prim = forward_primitive(x.shape(), out_shape, kind, kernel, stride);
+PoolResult pool_forward(const Tensor& x, PoolKind kind, const Window& window, const Shape& out_shape) {
+  const PoolForward& prim = forward_primitive(x.shape(), out_shape, kind, window);
   const LaidOutTensor out = output_in_layout(out_shape, plain_desc(out_shape, tag::nchw), prim.pd.dst_desc());
   PoolResult result{out.tensor, nullptr};
   Tensor x_scratch;
@@ -52,20 +59,20 @@ PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride
   return result;
 }
 
-Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,
-                       const Shape& x_shape) {
+Tensor pool_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, const Window& window,
+                     const Shape& x_shape) {
   struct Primitive {
     pooling_backward::primitive_desc pd;
     pooling_backward primitive;
   };
-  const std::string key = cache_key("pool_bwd", x_shape, grad_out.shape(), static_cast<int>(kind), kernel, stride);
+  const Window& w = window;
+  const std::string key = cache_key("pool_bwd", x_shape, grad_out.shape(), static_cast<int>(kind), w.kernel_h,
+                                    w.kernel_w, w.stride_h, w.stride_w);
   auto& prim = cached<Primitive>(key, [&] {
     const pooling_backward::desc desc(pool_algorithm(kind), plain_desc(x_shape, blocked_activation_tag()),
-                                      plain_desc(grad_out.shape(), blocked_activation_tag()), {stride, stride},
-                                      {kernel, kernel},
-                                      {0, 0}, {0, 0});
-    pooling_backward::primitive_desc pd(desc, engine(),
-                                        forward_primitive(x_shape, grad_out.shape(), kind, kernel, stride).pd);
+                                      plain_desc(grad_out.shape(), blocked_activation_tag()),
+                                      {w.stride_h, w.stride_w}, {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
+    pooling_backward::primitive_desc pd(desc, engine(), forward_primitive(x_shape, grad_out.shape(), kind, w).pd);
     return Primitive{pd, pooling_backward(pd)};
   });
   const LaidOutTensor grad_x = output_in_layout(x_shape, plain_desc(x_shape, tag::nchw), prim.pd.diff_src_desc());
@@ -78,6 +85,26 @@ Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKi
   prim.primitive.execute(stream(), args);
   stream().wait();
   return grad_x.tensor;
+}
+}  // namespace
+
+PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape) {
+  return pool_forward(x, kind, square_window(kernel, stride), out_shape);
+}
+
+Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,
+                       const Shape& x_shape) {
+  return pool_backward(grad_out, forward, kind, square_window(kernel, stride), x_shape);
+}
+
+Tensor global_avg_pool2d_forward(const Tensor& x) {
+  const Window plane{x.dim(2), x.dim(3), x.dim(2), x.dim(3)};
+  return pool_forward(x, PoolKind::avg, plane, {x.dim(0), x.dim(1), 1, 1}).out;
+}
+
+Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) {
+  const Window plane{x_shape[2], x_shape[3], x_shape[2], x_shape[3]};
+  return pool_backward(grad_out, PoolResult{}, PoolKind::avg, plane, x_shape);
 }
 
 }  // namespace dpt::ops::cpu
