@@ -1,70 +1,193 @@
 // dptrain: data-parallel training of convolutional networks from the command line.
+//   --api scratch   the lesson's from-scratch loop (LeNet as a parameter list, split_batch,
+//                   allreduce, sgd), printing "test acc: A, S sec/epoch on [devices]"
+//   --api concise   any model in DataParallel with optim::SGD and train(), printing
+//                   "loss L, train acc A, test acc T" and "N examples/sec on [devices]"
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
-#include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "dpt/data/fashion_mnist.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/models.h"
+#include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/device_list.h"
+#include "dpt/train/reporters.h"
+#include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
 
 namespace {
 
-struct TrainFlags {
+using namespace dpt;
+
+struct Flags {
   std::string model = "lenet";
+  std::string api = "scratch";
   std::string devices = "cpu:1";
   std::string allreduce = "ring";
-  std::string data_dir = dpt::data::kDefaultDataDir;
-  dpt::train::ScratchConfig config;
+  std::string data_dir = data::kDefaultDataDir;
+  std::string init = "lesson";
+  int epochs = 10;
+  int64_t batch_size = 256;
+  float lr = 0.2f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  uint64_t seed = 0;
+  int cores = parallel::available_cores();
+  int64_t train_limit = 0;  // 0: the whole split
+  int64_t test_limit = 0;
+  std::string metrics_file;
+  std::string plot_file;
 };
 
-void add_train_flags(CLI::App& train, TrainFlags& flags) {
-  train.add_option("--model", flags.model, "Network to train")
-      ->check(CLI::IsMember({"lenet"}))
+void add_train_flags(CLI::App& train, Flags& f) {
+  train.add_option("--model", f.model, "Network to train")->check(CLI::IsMember({"lenet", "resnet18"}))
       ->capture_default_str();
-  train.add_option("--devices", flags.devices,
+  train.add_option("--api", f.api,
+                   "scratch: the lesson's from-scratch loop (LeNet only); concise: Module + DataParallel + "
+                   "optim::SGD + train()")
+      ->check(CLI::IsMember({"scratch", "concise"}))
+      ->capture_default_str();
+  train.add_option("--devices", f.devices,
                    "Devices, one model replica each: cpu:N (N CPU devices sharing the cores), "
                    "cuda:0,cuda:1 (GPUs by index), or a count such as 2")
       ->capture_default_str();
-  train.add_option("--epochs", flags.config.epochs, "Passes over the training set")->capture_default_str();
-  train.add_option("--batch-size", flags.config.batch_size, "Global minibatch, split across the devices")
+  train.add_option("--epochs", f.epochs, "Passes over the training set")->capture_default_str();
+  train.add_option("--batch-size", f.batch_size, "Global minibatch, split across the devices")->capture_default_str();
+  train.add_option("--lr", f.lr, "SGD learning rate")->capture_default_str();
+  train.add_option("--momentum", f.momentum, "SGD momentum (--api concise)")->capture_default_str();
+  train.add_option("--weight-decay", f.weight_decay, "L2 weight decay (--api concise)")->capture_default_str();
+  train.add_option("--init", f.init, "Weight init (--api concise): lesson = N(0, 0.01^2), kaiming, xavier")
+      ->check(CLI::IsMember({"lesson", "kaiming", "xavier"}))
       ->capture_default_str();
-  train.add_option("--lr", flags.config.lr, "SGD learning rate (the step divides by the batch size)")
+  train.add_option("--seed", f.seed, "Seed for parameter init and shuffling")->capture_default_str();
+  train.add_option("--data", f.data_dir, "Fashion-MNIST directory (IDX files, gzipped or plain)")
       ->capture_default_str();
-  train.add_option("--seed", flags.config.seed, "Seed for parameter init and shuffling")->capture_default_str();
-  train.add_option("--data", flags.data_dir, "Fashion-MNIST directory (IDX files, gzipped or plain)")
+  train.add_option("--train-limit", f.train_limit, "Train on the first N training images only (0: all)")
       ->capture_default_str();
-  train.add_option("--allreduce", flags.allreduce, "Gradient allreduce algorithm between devices")
+  train.add_option("--test-limit", f.test_limit, "Evaluate on the first N test images only (0: all)")
+      ->capture_default_str();
+  train.add_option("--allreduce", f.allreduce, "Gradient allreduce algorithm between devices")
       ->check(CLI::IsMember({"naive", "ring"}))
       ->capture_default_str();
-  train.add_option("--cores", flags.config.cores, "CPU cores to split between the CPU devices")
-      ->capture_default_str();
+  train.add_option("--cores", f.cores, "CPU cores to split between the CPU devices")->capture_default_str();
+  train.add_option("--metrics", f.metrics_file, "Write one JSON line per epoch to this file");
+  train.add_option("--plot", f.plot_file, "Draw train loss, train acc and test acc per epoch into this SVG file");
 }
 
-int run_train(TrainFlags& flags) {
-  using namespace dpt;
-  flags.config.devices = parallel::parse_device_list(flags.devices, /*cuda_device_count=*/0);
-  flags.config.allreduce = flags.allreduce;
-  train::validate(flags.config);
-  const data::Dataset train_data = data::load_fashion_mnist(flags.data_dir, data::Split::train);
-  const data::Dataset test_data = data::load_fashion_mnist(flags.data_dir, data::Split::test);
-  const int cpu_threads = std::max(1, flags.config.cores / static_cast<int>(flags.config.devices.size()));
-  std::printf("training %s from scratch on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
+// Throws with the flag's name for combinations that cannot work.
+void check_flags(const Flags& f) {
+  if (f.api == "scratch") {
+    if (f.model != "lenet") {
+      throw std::invalid_argument("--model " + f.model + " needs --api concise (the from-scratch loop is LeNet's)");
+    }
+    if (f.momentum != 0.0f || f.weight_decay != 0.0f || f.init != "lesson") {
+      throw std::invalid_argument("--momentum, --weight-decay and --init need --api concise (the lesson's sgd has none)");
+    }
+  }
+  if (f.train_limit < 0 || f.test_limit < 0) throw std::invalid_argument("--train-limit and --test-limit must be >= 0");
+}
+
+data::Dataset load_split(const Flags& f, data::Split split, int64_t limit) {
+  data::Dataset all = data::load_fashion_mnist(f.data_dir, split);
+  return limit > 0 ? data::take_first(all, limit) : all;
+}
+
+// Per-step progress on a terminal, per-epoch lines, metrics and plot: everything the
+// user sees, shared by both APIs.
+class Reporting {
+ public:
+  Reporting(const Flags& f, const std::vector<Device>& devices) : flags_(f), terminal_(train::ProgressBar::is_terminal(stdout)) {
+    for (const Device& d : devices) device_names_.push_back(d.str());
+    if (!f.metrics_file.empty()) metrics_.emplace(f.metrics_file);
+  }
+
+  void on_step(int epoch, int64_t step, int64_t steps, double loss, double acc) {
+    if (!terminal_) return;
+    if (!bar_ || step == 1) bar_.emplace(stdout, true, epoch, flags_.epochs, steps);
+    bar_->update(step, loss, acc);
+  }
+
+  void on_epoch(const train::EpochStats& s) {
+    if (bar_) {
+      bar_->finish();
+      bar_.reset();
+    }
+    std::printf("epoch %d/%d: loss %.3f, train acc %.3f, test acc %.3f, %.1f sec, %.0f examples/sec\n", s.epoch,
+                flags_.epochs, s.train_loss, s.train_acc, s.test_acc, s.seconds, s.examples_per_sec);
+    std::fflush(stdout);
+    history_.push_back(s);
+    if (metrics_) metrics_->write(s, device_names_);
+    if (!flags_.plot_file.empty()) {
+      train::write_svg_plot(flags_.plot_file, history_,
+                            flags_.model + " (" + flags_.api + ") on " + std::to_string(device_names_.size()) +
+                                " device(s)");
+    }
+  }
+
+  train::StepCallback step_callback() {
+    return [this](int e, int64_t s, int64_t n, double l, double a) { on_step(e, s, n, l, a); };
+  }
+  train::EpochCallback epoch_callback() {
+    return [this](const train::EpochStats& s) { on_epoch(s); };
+  }
+
+ private:
+  const Flags& flags_;
+  bool terminal_;
+  std::vector<std::string> device_names_;
+  std::optional<train::ProgressBar> bar_;
+  std::optional<train::MetricsWriter> metrics_;
+  std::vector<train::EpochStats> history_;
+};
+
+int run_train(Flags& f) {
+  check_flags(f);
+  const std::vector<Device> devices = parallel::parse_device_list(f.devices, /*cuda_device_count=*/0);
+  train::ScratchConfig scratch;  // also carries the checks shared by both APIs
+  scratch.epochs = f.epochs;
+  scratch.batch_size = f.batch_size;
+  scratch.lr = f.lr;
+  scratch.seed = f.seed;
+  scratch.devices = devices;
+  scratch.allreduce = f.allreduce;
+  scratch.cores = f.cores;
+  train::validate(scratch);
+  Reporting reporting(f, devices);  // opens the metrics file now: a bad path fails before training
+
+  const data::Dataset train_data = load_split(f, data::Split::train, f.train_limit);
+  const data::Dataset test_data = load_split(f, data::Split::test, f.test_limit);
+  const int threads = std::max(1, f.cores / static_cast<int>(devices.size()));
+  std::printf("training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
               "from %s, batch %lld, lr %g, %d epochs\n",
-              flags.model.c_str(), device_list_str(flags.config.devices).c_str(), cpu_threads,
-              cpu_threads == 1 ? "" : "s", flags.allreduce.c_str(), static_cast<long long>(train_data.size()),
-              static_cast<long long>(test_data.size()), flags.data_dir.c_str(),
-              static_cast<long long>(flags.config.batch_size), flags.config.lr, flags.config.epochs);
+              f.model.c_str(), f.api.c_str(), device_list_str(devices).c_str(), threads, threads == 1 ? "" : "s",
+              f.allreduce.c_str(), static_cast<long long>(train_data.size()),
+              static_cast<long long>(test_data.size()), f.data_dir.c_str(), static_cast<long long>(f.batch_size), f.lr,
+              f.epochs);
   std::fflush(stdout);
-  const train::TrainSummary summary = train::train_lenet_from_scratch(
-      train_data, test_data, flags.config, [&](const train::EpochStats& s) {
-        std::printf("epoch %d/%d: loss %.3f, train acc %.3f, test acc %.3f, %.1f sec, %.0f examples/sec\n", s.epoch,
-                    flags.config.epochs, s.train_loss, s.train_acc, s.test_acc, s.seconds, s.examples_per_sec);
-        std::fflush(stdout);
-      });
-  std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", summary.test_acc, summary.sec_per_epoch,
-              device_list_str(flags.config.devices).c_str());
+
+  if (f.api == "scratch") {
+    const train::TrainSummary summary = train::train_lenet_from_scratch(
+        train_data, test_data, scratch, reporting.epoch_callback(), reporting.step_callback());
+    std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", summary.test_acc, summary.sec_per_epoch,
+                device_list_str(devices).c_str());
+    return 0;
+  }
+
+  std::unique_ptr<nn::Module> net = f.model == "lenet" ? std::unique_ptr<nn::Module>(nn::lenet_module())
+                                                       : std::unique_ptr<nn::Module>(nn::resnet18(10, 1));
+  nn::init_weights(*net, nn::parse_init(f.init), f.seed);
+  parallel::DataParallel parallel_net(std::move(net), devices, f.allreduce, f.cores);
+  optim::SGD optimizer(parallel_net.replica_parameters(), {f.lr, f.momentum, f.weight_decay});
+  const train::TrainHistory history =
+      train::train(parallel_net, optimizer, train_data, test_data, {f.epochs, f.batch_size, f.seed},
+                   reporting.epoch_callback(), reporting.step_callback());
+  const train::EpochStats& last = history.epochs.back();
+  std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);
+  std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, device_list_str(devices).c_str());
   return 0;
 }
 
@@ -73,8 +196,8 @@ int run_train(TrainFlags& flags) {
 int main(int argc, char** argv) {
   CLI::App app{"dptrain: data-parallel training of convolutional networks on Fashion-MNIST"};
   app.require_subcommand(1);
-  TrainFlags flags;
-  CLI::App* train = app.add_subcommand("train", "Train a model and report test accuracy and time per epoch");
+  Flags flags;
+  CLI::App* train = app.add_subcommand("train", "Train a model and report accuracy and speed");
   add_train_flags(*train, flags);
   try {
     app.parse(argc, argv);

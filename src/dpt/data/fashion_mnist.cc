@@ -1,5 +1,7 @@
 #include "dpt/data/fashion_mnist.h"
 
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "dpt/data/data_error.h"
@@ -89,6 +91,18 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split) {
 std::vector<std::string> class_names() {
   return {"t-shirt", "trouser", "pullover", "dress", "coat",
           "sandal",  "shirt",   "sneaker",  "bag",   "ankle boot"};
+}
+
+Dataset take_first(const Dataset& data, int64_t count) {
+  if (count < 1) throw std::invalid_argument("a subset needs at least one example, got " + std::to_string(count));
+  const int64_t n = std::min(count, data.size());
+  const int64_t image = data.rows * data.cols;
+  Dataset subset;
+  subset.rows = data.rows;
+  subset.cols = data.cols;
+  subset.pixels.assign(data.pixels.begin(), data.pixels.begin() + n * image);
+  subset.labels.assign(data.labels.begin(), data.labels.begin() + n);
+  return subset;
 }
 
 }  // namespace dpt::data

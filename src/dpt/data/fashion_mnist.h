@@ -33,4 +33,8 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
 // The 10 class names, indexed by label: "t-shirt", "trouser", ..., "ankle boot".
 std::vector<std::string> class_names();
 
+// The first `count` examples of `data` (all of them if it has fewer): a quick subset for
+// smoke runs of large models. Throws std::invalid_argument for count < 1.
+Dataset take_first(const Dataset& data, int64_t count);
+
 }  // namespace dpt::data

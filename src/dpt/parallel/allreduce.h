@@ -12,11 +12,16 @@ namespace dpt::parallel {
 // tensor holds the elementwise sum (summed onto the first, then copied back).
 void allreduce(const std::vector<Tensor>& data);
 
-// What each device's worker calls after its backward(): packs the gradients of `params`
-// into one flat buffer (one collective per step instead of one per tensor), sums it over
-// all ranks with `comm`, and unpacks the sums into the gradients. A parameter without a
-// gradient contributes zeros, so every rank passes the same buffer size.
+// Sums `tensors` elementwise over all ranks with `comm` and multiplies the sums by `scale`:
+// the tensors are packed into one flat buffer, so a whole model costs one collective
+// instead of one per tensor.
+void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors,
+                       std::vector<float>& flat_buffer, float scale = 1.0f);
+
+// What each device's worker calls after its backward(): allreduce_tensors over the
+// gradients of `params`. A parameter without a gradient gets a zero one first, so every
+// rank passes the same buffer size.
 void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
-                         std::vector<float>& flat_buffer);
+                         std::vector<float>& flat_buffer, float scale = 1.0f);
 
 }  // namespace dpt::parallel

@@ -61,11 +61,7 @@ StepResult ScratchTrainer::train_batch(const Tensor& X, const Tensor& y) {
     per_device[rank] = {loss.item(), ops::count_correct(logits.detach(), shard.y), shard.X.dim(0)};
   });
   StepResult total;
-  for (const StepResult& part : per_device) {
-    total.loss_sum += part.loss_sum;
-    total.correct += part.correct;
-    total.examples += part.examples;
-  }
+  for (const StepResult& part : per_device) total += part;
   return total;
 }
 
@@ -82,8 +78,8 @@ double ScratchTrainer::evaluate_accuracy(const data::Dataset& data, int64_t batc
 }
 
 TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const data::Dataset& test_data,
-                                      const ScratchConfig& config,
-                                      const std::function<void(const EpochStats&)>& on_epoch) {
+                                      const ScratchConfig& config, const EpochCallback& on_epoch,
+                                      const StepCallback& on_step) {
   validate(config);
   ScratchTrainer trainer(config, nn::lenet_params(config.seed));
   data::BatchLoader loader(train_data, config.batch_size, /*shuffle=*/true, config.seed);
@@ -101,9 +97,11 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
                                  " in epoch " + std::to_string(epoch + 1) + "; lower --lr (now " +
                                  std::to_string(config.lr) + ")");
       }
-      sum.loss_sum += step.loss_sum;
-      sum.correct += step.correct;
-      sum.examples += step.examples;
+      sum += step;
+      if (on_step) {
+        on_step(epoch + 1, loader.batch_offset(), loader.num_batches(), sum.loss_sum / static_cast<double>(sum.examples),
+                static_cast<double>(sum.correct) / static_cast<double>(sum.examples));
+      }
     }
     stats.seconds = timer.stop();
     stats.epoch = epoch + 1;

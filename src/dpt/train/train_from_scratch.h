@@ -15,6 +15,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
+#include "dpt/train/stats.h"
 
 namespace dpt::train {
 
@@ -30,12 +31,6 @@ struct ScratchConfig {
 
 // Checks the parts of a config a user can get wrong, with a message naming the flag.
 void validate(const ScratchConfig& config);
-
-struct StepResult {
-  double loss_sum = 0;   // summed over the global batch
-  int64_t correct = 0;   // examples whose prediction was right
-  int64_t examples = 0;
-};
 
 // Holds the device workers, the communicator and one parameter replica per device.
 class ScratchTrainer {
@@ -60,25 +55,21 @@ class ScratchTrainer {
   std::vector<std::vector<float>> grad_buffers_;  // one flat allreduce buffer per device
 };
 
-struct EpochStats {
-  int epoch = 0;  // 1-based
-  double train_loss = 0;
-  double train_acc = 0;
-  double test_acc = 0;
-  double seconds = 0;  // training only, as the lesson times it
-  double examples_per_sec = 0;
-};
-
 struct TrainSummary {
   double test_acc = 0;
   double sec_per_epoch = 0;
   std::vector<Tensor> params;  // replica 0 after the last epoch
 };
 
+// Called after each step with the epoch (1-based), the step (1-based), the steps in the
+// epoch and the running mean loss and accuracy: for a progress bar.
+using StepCallback = std::function<void(int epoch, int64_t step, int64_t steps, double loss, double acc)>;
+using EpochCallback = std::function<void(const EpochStats&)>;
+
 // The lesson's train(num_gpus, batch_size, lr) for LeNet on a data set; calls on_epoch
 // after each epoch.
 TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const data::Dataset& test_data,
-                                      const ScratchConfig& config,
-                                      const std::function<void(const EpochStats&)>& on_epoch = {});
+                                      const ScratchConfig& config, const EpochCallback& on_epoch = {},
+                                      const StepCallback& on_step = {});
 
 }  // namespace dpt::train

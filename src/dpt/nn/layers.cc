@@ -1,0 +1,79 @@
+#include "dpt/nn/layers.h"
+
+#include "dpt/core/random.h"
+#include "dpt/ops/ops.h"
+
+namespace dpt::nn {
+
+namespace {
+Tensor lesson_weight(const Shape& shape) {
+  // The lesson's N(0, 0.01^2); init_weights() re-initializes with another scheme or seed.
+  static thread_local Rng rng(0);
+  Tensor w = Tensor::empty(shape);
+  fill_normal(w, 0.0f, 0.01f, rng);
+  return w;
+}
+}  // namespace
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride, int padding, bool bias)
+    : stride_(stride), padding_(padding), has_bias_(bias) {
+  register_parameter("weight", lesson_weight({out_channels, in_channels, kernel, kernel}));
+  if (bias) register_parameter("bias", Tensor::zeros({out_channels}));
+}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  return ops::conv2d(x, param(0), has_bias_ ? param(1) : Tensor(), stride_, padding_);
+}
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias) : has_bias_(bias) {
+  register_parameter("weight", lesson_weight({out_features, in_features}));
+  if (bias) register_parameter("bias", Tensor::zeros({out_features}));
+}
+
+Tensor Linear::forward(const Tensor& x) { return ops::linear(x, param(0), has_bias_ ? param(1) : Tensor()); }
+
+BatchNorm2d::BatchNorm2d(int64_t channels, float momentum, float eps) : momentum_(momentum), eps_(eps) {
+  register_parameter("weight", Tensor::full({channels}, 1.0f));
+  register_parameter("bias", Tensor::zeros({channels}));
+  register_buffer("running_mean", Tensor::zeros({channels}));
+  register_buffer("running_var", Tensor::full({channels}, 1.0f));
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x) {
+  return ops::batch_norm2d(x, param(0), param(1), buffer(0), buffer(1), is_training(), momentum_, eps_);
+}
+
+Tensor ReLU::forward(const Tensor& x) { return ops::relu(x); }
+Tensor AvgPool2d::forward(const Tensor& x) { return ops::avg_pool2d(x, kernel_, stride_); }
+Tensor MaxPool2d::forward(const Tensor& x) { return ops::max_pool2d(x, kernel_, stride_); }
+Tensor GlobalAvgPool2d::forward(const Tensor& x) { return ops::global_avg_pool2d(x); }
+Tensor Flatten::forward(const Tensor& x) { return ops::flatten(x); }
+
+Sequential& Sequential::add(std::string name, std::unique_ptr<Module> layer) {
+  register_module(std::move(name), std::move(layer));
+  return *this;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (size_t i = 0; i < num_children(); ++i) h = child(i).forward(h);
+  return h;
+}
+
+Residual::Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv, int stride)
+    : use_1x1conv_(use_1x1conv) {
+  register_module("conv1", std::make_unique<Conv2d>(in_channels, out_channels, 3, stride, 1));
+  register_module("bn1", std::make_unique<BatchNorm2d>(out_channels));
+  register_module("conv2", std::make_unique<Conv2d>(out_channels, out_channels, 3, 1, 1));
+  register_module("bn2", std::make_unique<BatchNorm2d>(out_channels));
+  if (use_1x1conv) register_module("conv3", std::make_unique<Conv2d>(in_channels, out_channels, 1, stride, 0));
+}
+
+Tensor Residual::forward(const Tensor& x) {
+  Tensor y = ops::relu(child(1).forward(child(0).forward(x)));
+  y = child(3).forward(child(2).forward(y));
+  const Tensor shortcut = use_1x1conv_ ? child(4).forward(x) : x;
+  return ops::relu(ops::add(y, shortcut));
+}
+
+}  // namespace dpt::nn

@@ -1,0 +1,100 @@
+// The layers of the concise API. Each keeps its configuration as plain members and its
+// tensors in Module, so Module's deep copy clones it correctly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dpt/nn/module.h"
+
+namespace dpt::nn {
+
+// Weights start N(0, 0.01^2) as in the lesson (see init.h for the alternatives); biases 0.
+class Conv2d : public Cloneable<Conv2d> {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int stride_, padding_;
+  bool has_bias_;
+};
+
+class Linear : public Cloneable<Linear> {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  bool has_bias_;
+};
+
+// Normalizes each channel with the statistics of the batch this replica sees while
+// training, and with the running statistics in eval mode (PyTorch's semantics).
+class BatchNorm2d : public Cloneable<BatchNorm2d> {
+ public:
+  explicit BatchNorm2d(int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  float momentum_, eps_;
+};
+
+class ReLU : public Cloneable<ReLU> {
+ public:
+  Tensor forward(const Tensor& x) override;
+};
+
+class AvgPool2d : public Cloneable<AvgPool2d> {
+ public:
+  AvgPool2d(int kernel, int stride) : kernel_(kernel), stride_(stride) {}
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int kernel_, stride_;
+};
+
+class MaxPool2d : public Cloneable<MaxPool2d> {
+ public:
+  MaxPool2d(int kernel, int stride) : kernel_(kernel), stride_(stride) {}
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int kernel_, stride_;
+};
+
+// [N, C, H, W] -> [N, C, 1, 1]: the mean over each channel.
+class GlobalAvgPool2d : public Cloneable<GlobalAvgPool2d> {
+ public:
+  Tensor forward(const Tensor& x) override;
+};
+
+class Flatten : public Cloneable<Flatten> {
+ public:
+  Tensor forward(const Tensor& x) override;
+};
+
+class Sequential : public Cloneable<Sequential> {
+ public:
+  Sequential() = default;
+  Sequential& add(std::string name, std::unique_ptr<Module> layer);
+  template <class Layer, class... Args>
+  Sequential& add(std::string name, Args&&... args) {
+    return add(std::move(name), std::make_unique<Layer>(std::forward<Args>(args)...));
+  }
+  Tensor forward(const Tensor& x) override;
+};
+
+// The ResNet residual block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where
+// the shortcut is x itself, or a 1x1 convolution when the shape changes.
+class Residual : public Cloneable<Residual> {
+ public:
+  Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv = false, int stride = 1);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  bool use_1x1conv_;
+};
+
+}  // namespace dpt::nn

@@ -1,0 +1,68 @@
+#include "dpt/nn/module.h"
+
+namespace dpt::nn {
+
+namespace {
+Tensor deep_copy(const Tensor& t) {
+  Tensor copy = t.clone();
+  copy.set_requires_grad(t.requires_grad()).set_name(t.name());
+  return copy;
+}
+}  // namespace
+
+Module::Module(const Module& other) : training_(other.training_) {
+  for (const auto& [name, t] : other.params_) params_.emplace_back(name, deep_copy(t));
+  for (const auto& [name, t] : other.buffers_) buffers_.emplace_back(name, deep_copy(t));
+  for (const auto& [name, c] : other.children_) children_.emplace_back(name, c->clone());
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(const std::string& prefix) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);
+  for (const auto& [name, c] : children_) {
+    for (auto& entry : c->named_parameters(prefix + name + ".")) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers() const {
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : buffers_) out.push_back(t);
+  for (const auto& [name, c] : children_) {
+    for (const Tensor& t : c->buffers()) out.push_back(t);
+  }
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, c] : children_) c->train(on);
+}
+
+void Module::zero_grad() const {
+  for (const Tensor& p : parameters()) p.zero_grad();
+}
+
+size_t Module::register_parameter(std::string name, Tensor t) {
+  t.set_requires_grad(true);
+  if (t.name().empty()) t.set_name(name);
+  params_.emplace_back(std::move(name), std::move(t));
+  return params_.size() - 1;
+}
+
+size_t Module::register_buffer(std::string name, Tensor t) {
+  buffers_.emplace_back(std::move(name), std::move(t));
+  return buffers_.size() - 1;
+}
+
+void Module::register_module(std::string name, std::unique_ptr<Module> child) {
+  children_.emplace_back(std::move(name), std::move(child));
+}
+
+}  // namespace dpt::nn

@@ -1,0 +1,68 @@
+// Module: a network layer or a whole network, holding named parameters (trained),
+// buffers (state that is not trained, e.g. BatchNorm running statistics) and child
+// modules, with a train/eval mode. clone() gives a deep copy with its own tensors: the
+// replica a data-parallel device owns.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpt/core/tensor.h"
+
+namespace dpt::nn {
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // A deep copy: same structure, mode and values, separate storage.
+  virtual std::unique_ptr<Module> clone() const = 0;
+
+  // Every parameter / buffer of this module and its children, depth first in registration
+  // order: the same order on every replica, which the allreduce and optimizer rely on.
+  std::vector<Tensor> parameters() const;
+  std::vector<Tensor> buffers() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(const std::string& prefix = "") const;
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad() const;
+
+ protected:
+  Module() = default;
+  Module(const Module& other);  // deep copy, for clone()
+  Module& operator=(const Module&) = delete;
+
+  // Registers and returns the parameter's index for param(i); `t` is made to require grad.
+  size_t register_parameter(std::string name, Tensor t);
+  size_t register_buffer(std::string name, Tensor t);
+  void register_module(std::string name, std::unique_ptr<Module> child);
+
+  const Tensor& param(size_t i) const { return params_[i].second; }
+  Tensor& buffer(size_t i) { return buffers_[i].second; }
+  Module& child(size_t i) const { return *children_[i].second; }
+  size_t num_children() const { return children_.size(); }
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+// Implements clone() through Derived's copy constructor (which copies its configuration;
+// Module's copy constructor deep-copies the tensors and children).
+template <class Derived>
+class Cloneable : public Module {
+ public:
+  std::unique_ptr<Module> clone() const override {
+    return std::make_unique<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+}  // namespace dpt::nn

@@ -1,0 +1,60 @@
+#include "dpt/optim/optimizer.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "dpt/optim/sgd.h"
+
+namespace dpt::optim {
+
+SGD::SGD(std::vector<std::vector<Tensor>> replica_params, SgdOptions options)
+    : params_(std::move(replica_params)), options_(options) {
+  check_learning_rate(options.lr);
+  if (!(options.momentum >= 0.0f && options.momentum < 1.0f)) {
+    throw std::invalid_argument("momentum must be in [0, 1), got " + std::to_string(options.momentum));
+  }
+  if (!(options.weight_decay >= 0.0f) || !std::isfinite(options.weight_decay)) {
+    throw std::invalid_argument("weight decay must be a finite number >= 0, got " +
+                                std::to_string(options.weight_decay));
+  }
+  for (const auto& replica : params_) {
+    if (replica.size() != params_[0].size()) throw std::invalid_argument("SGD: replicas with different parameters");
+  }
+  velocity_.assign(params_.size(), std::vector<Tensor>(params_.empty() ? 0 : params_[0].size()));
+}
+
+void SGD::step() {
+  const float lr = options_.lr, momentum = options_.momentum, decay = options_.weight_decay;
+  for (size_t r = 0; r < params_.size(); ++r) {
+    for (size_t i = 0; i < params_[r].size(); ++i) {
+      const Tensor& param = params_[r][i];
+      const Tensor grad = param.grad();
+      if (!grad.defined()) continue;
+      float* p = param.data<float>();
+      const float* g = grad.data<float>();
+      const int64_t n = param.numel();
+      if (momentum == 0.0f) {
+        for (int64_t k = 0; k < n; ++k) p[k] -= lr * (g[k] + decay * p[k]);
+        continue;
+      }
+      Tensor& velocity = velocity_[r][i];
+      const bool first = !velocity.defined();
+      if (first) velocity = Tensor::empty(param.shape(), DType::f32, param.device());
+      float* v = velocity.data<float>();
+      for (int64_t k = 0; k < n; ++k) {
+        const float d = g[k] + decay * p[k];
+        v[k] = first ? d : momentum * v[k] + d;
+        p[k] -= lr * v[k];
+      }
+    }
+  }
+}
+
+void SGD::zero_grad() {
+  for (const auto& replica : params_) {
+    for (const Tensor& p : replica) p.zero_grad();
+  }
+}
+
+}  // namespace dpt::optim
