@@ -27,10 +27,12 @@ class DataParallel {
                int cores = available_cores());
 
   // Forward, summed cross-entropy and backward of (X, y) split over the devices, then
-  // the gradient allreduce scaled by 1 / batch, and the running-statistics average.
+  // the gradient allreduce scaled by 1 / batch, and the running-statistics average. A
+  // batch of B < N examples (an epoch's last) runs on the first B devices alone. The
+  // gradients are this batch's alone: any earlier ones are zeroed first.
   train::StepResult forward_backward(const Tensor& X, const Tensor& y);
 
-  // Predictions right over `data`, each batch split across all devices, in eval mode.
+  // Predictions right over `data`, each batch split across the devices as above.
   int64_t count_correct(const data::Dataset& data, int64_t batch_size);
 
   // One parameter list per replica, in the same order: what optim::SGD steps.
