@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace dpt::train {
 
@@ -10,6 +11,9 @@ struct StepResult {
   double loss_sum = 0;  // summed loss
   int64_t correct = 0;  // examples predicted right
   int64_t examples = 0;
+
+  double mean_loss() const { return loss_sum / static_cast<double>(examples); }
+  double accuracy() const { return static_cast<double>(correct) / static_cast<double>(examples); }
 
   StepResult& operator+=(const StepResult& other) {
     loss_sum += other.loss_sum;
@@ -28,5 +32,12 @@ struct EpochStats {
   double seconds = 0;  // training only, as the lesson times it
   double examples_per_sec = 0;
 };
+
+// Stops training on a NaN or infinite loss, naming where it happened and what to try:
+// training on would only turn every parameter into garbage.
+void check_finite_loss(const StepResult& step, int epoch, int64_t step_index, float lr);
+
+// The epoch's figures from the sum of its steps and its training time (test_acc is left 0).
+EpochStats epoch_stats(int epoch, const StepResult& sum, double seconds);
 
 }  // namespace dpt::train

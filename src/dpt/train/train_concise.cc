@@ -27,26 +27,14 @@ TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const dat
     while (loader.next(batch)) {
       optimizer.zero_grad();
       const StepResult result = net.forward_backward(batch.images, batch.labels);
-      if (!std::isfinite(result.loss_sum)) {
-        throw std::runtime_error("training diverged: the loss became " + std::to_string(result.loss_sum) +
-                                 " in epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) +
-                                 "; lower --lr (now " + std::to_string(optimizer.options().lr) + ")");
-      }
+      check_finite_loss(result, epoch + 1, step + 1, optimizer.options().lr);
       optimizer.step();
       sum += result;
       ++step;
-      if (on_step) {
-        on_step(epoch + 1, step, loader.num_batches(), sum.loss_sum / static_cast<double>(sum.examples),
-                static_cast<double>(sum.correct) / static_cast<double>(sum.examples));
-      }
+      if (on_step) on_step(epoch + 1, step, loader.num_batches(), sum.mean_loss(), sum.accuracy());
     }
-    EpochStats stats;
-    stats.seconds = timer.stop();
+    EpochStats stats = epoch_stats(epoch + 1, sum, timer.stop());
     examples_trained += sum.examples;
-    stats.epoch = epoch + 1;
-    stats.train_loss = sum.loss_sum / static_cast<double>(sum.examples);
-    stats.train_acc = static_cast<double>(sum.correct) / static_cast<double>(sum.examples);
-    stats.examples_per_sec = static_cast<double>(sum.examples) / stats.seconds;
     net.eval();
     stats.test_acc = static_cast<double>(net.count_correct(test_data, config.batch_size)) /
                      static_cast<double>(test_data.size());

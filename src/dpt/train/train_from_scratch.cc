@@ -84,7 +84,7 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
   ScratchTrainer trainer(config, nn::lenet_params(config.seed));
   data::BatchLoader loader(train_data, config.batch_size, /*shuffle=*/true, config.seed);
   Timer timer;
-  EpochStats stats;
+  double test_acc = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     timer.start();
     loader.start_epoch(epoch);
@@ -92,26 +92,15 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
     StepResult sum;
     while (loader.next(batch)) {
       const StepResult step = trainer.train_batch(batch.images, batch.labels);
-      if (!std::isfinite(step.loss_sum)) {
-        throw std::runtime_error("training diverged: the loss became " + std::to_string(step.loss_sum) +
-                                 " in epoch " + std::to_string(epoch + 1) + "; lower --lr (now " +
-                                 std::to_string(config.lr) + ")");
-      }
+      check_finite_loss(step, epoch + 1, loader.batch_offset(), config.lr);
       sum += step;
-      if (on_step) {
-        on_step(epoch + 1, loader.batch_offset(), loader.num_batches(), sum.loss_sum / static_cast<double>(sum.examples),
-                static_cast<double>(sum.correct) / static_cast<double>(sum.examples));
-      }
+      if (on_step) on_step(epoch + 1, loader.batch_offset(), loader.num_batches(), sum.mean_loss(), sum.accuracy());
     }
-    stats.seconds = timer.stop();
-    stats.epoch = epoch + 1;
-    stats.train_loss = sum.loss_sum / static_cast<double>(sum.examples);
-    stats.train_acc = static_cast<double>(sum.correct) / static_cast<double>(sum.examples);
-    stats.examples_per_sec = static_cast<double>(sum.examples) / stats.seconds;
-    stats.test_acc = trainer.evaluate_accuracy(test_data, config.batch_size);
+    EpochStats stats = epoch_stats(epoch + 1, sum, timer.stop());
+    stats.test_acc = test_acc = trainer.evaluate_accuracy(test_data, config.batch_size);
     if (on_epoch) on_epoch(stats);
   }
-  return {stats.test_acc, timer.avg(), trainer.device_params()[0]};
+  return {test_acc, timer.avg(), trainer.device_params()[0]};
 }
 
 }  // namespace dpt::train
