@@ -44,16 +44,19 @@ struct Flags {
 };
 
 void add_train_flags(CLI::App& train, Flags& f) {
-  train.add_option("--model", f.model, "Network to train")->check(CLI::IsMember({"lenet", "resnet18"}))
+  train.add_option("--model", f.model, "Network to train")
+      ->check(CLI::IsMember({"lenet", "resnet18"}))
       ->capture_default_str();
-  train.add_option("--api", f.api,
-                   "scratch: the lesson's from-scratch loop (LeNet only); concise: Module + DataParallel + "
-                   "optim::SGD + train()")
+  train
+      .add_option("--api", f.api,
+                  "scratch: the lesson's from-scratch loop (LeNet only); concise: Module + DataParallel + "
+                  "optim::SGD + train()")
       ->check(CLI::IsMember({"scratch", "concise"}))
       ->capture_default_str();
-  train.add_option("--devices", f.devices,
-                   "Devices, one model replica each: cpu:N (N CPU devices sharing the cores), "
-                   "cuda:0,cuda:1 (GPUs by index), or a count such as 2")
+  train
+      .add_option("--devices", f.devices,
+                  "Devices, one model replica each: cpu:N (N CPU devices sharing the cores), "
+                  "cuda:0,cuda:1 (GPUs by index), or a count such as 2")
       ->capture_default_str();
   train.add_option("--epochs", f.epochs, "Passes over the training set")->capture_default_str();
   train.add_option("--batch-size", f.batch_size, "Global minibatch, split across the devices")->capture_default_str();
@@ -85,7 +88,8 @@ void check_flags(const Flags& f) {
       throw std::invalid_argument("--model " + f.model + " needs --api concise (the from-scratch loop is LeNet's)");
     }
     if (f.momentum != 0.0f || f.weight_decay != 0.0f || f.init != "lesson") {
-      throw std::invalid_argument("--momentum, --weight-decay and --init need --api concise (the lesson's sgd has none)");
+      throw std::invalid_argument(
+          "--momentum, --weight-decay and --init need --api concise (the lesson's sgd has none)");
     }
   }
   if (f.train_limit < 0 || f.test_limit < 0) throw std::invalid_argument("--train-limit and --test-limit must be >= 0");
@@ -100,7 +104,8 @@ data::Dataset load_split(const Flags& f, data::Split split, int64_t limit) {
 // user sees, shared by both APIs.
 class Reporting {
  public:
-  Reporting(const Flags& f, const std::vector<Device>& devices) : flags_(f), terminal_(train::ProgressBar::is_terminal(stdout)) {
+  Reporting(const Flags& f, const std::vector<Device>& devices)
+      : flags_(f), terminal_(train::ProgressBar::is_terminal(stdout)) {
     for (const Device& d : devices) device_names_.push_back(d.str());
     if (!f.metrics_file.empty()) metrics_.emplace(f.metrics_file);
   }
@@ -122,9 +127,9 @@ class Reporting {
     history_.push_back(s);
     if (metrics_) metrics_->write(s, device_names_);
     if (!flags_.plot_file.empty()) {
-      train::write_svg_plot(flags_.plot_file, history_,
-                            flags_.model + " (" + flags_.api + ") on " + std::to_string(device_names_.size()) +
-                                " device(s)");
+      train::write_svg_plot(
+          flags_.plot_file, history_,
+          flags_.model + " (" + flags_.api + ") on " + std::to_string(device_names_.size()) + " device(s)");
     }
   }
 
@@ -161,12 +166,12 @@ int run_train(Flags& f) {
   const data::Dataset train_data = load_split(f, data::Split::train, f.train_limit);
   const data::Dataset test_data = load_split(f, data::Split::test, f.test_limit);
   const int threads = std::max(1, f.cores / static_cast<int>(devices.size()));
-  std::printf("training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
-              "from %s, batch %lld, lr %g, %d epochs\n",
-              f.model.c_str(), f.api.c_str(), device_list_str(devices).c_str(), threads, threads == 1 ? "" : "s",
-              f.allreduce.c_str(), static_cast<long long>(train_data.size()),
-              static_cast<long long>(test_data.size()), f.data_dir.c_str(), static_cast<long long>(f.batch_size), f.lr,
-              f.epochs);
+  std::printf(
+      "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
+      "from %s, batch %lld, lr %g, %d epochs\n",
+      f.model.c_str(), f.api.c_str(), device_list_str(devices).c_str(), threads, threads == 1 ? "" : "s",
+      f.allreduce.c_str(), static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
+      f.data_dir.c_str(), static_cast<long long>(f.batch_size), f.lr, f.epochs);
   std::fflush(stdout);
 
   if (f.api == "scratch") {

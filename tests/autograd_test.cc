@@ -5,8 +5,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test_support.h"
-
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
@@ -15,6 +13,7 @@
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/ops/ops.h"
+#include "test_support.h"
 
 using dpt::Shape;
 using dpt::Tensor;
@@ -27,9 +26,7 @@ using dpt::testing_support::random_tensor;
 
 // The sum of all elements as a [1, 1] tensor, built from library ops so it records a graph:
 // reshape to [1, n] and multiply by a column of ones. d(sum)/dt = 1 everywhere.
-Tensor sum_all(const Tensor& t) {
-  return ops::matmul(ops::reshape(t, {1, -1}), Tensor::full({t.numel(), 1}, 1.0f));
-}
+Tensor sum_all(const Tensor& t) { return ops::matmul(ops::reshape(t, {1, -1}), Tensor::full({t.numel(), 1}, 1.0f)); }
 
 void expect_all_near(const Tensor& t, const std::vector<float>& expected, float tol = 1e-5f) {
   ASSERT_TRUE(t.defined());

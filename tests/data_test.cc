@@ -32,8 +32,8 @@ class TempDir {
   TempDir() {
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
     std::random_device entropy;
-    path_ = fs::temp_directory_path() /
-            ("dpt_data_test_" + std::string(test->name()) + "_" + std::to_string(entropy()));
+    path_ =
+        fs::temp_directory_path() / ("dpt_data_test_" + std::string(test->name()) + "_" + std::to_string(entropy()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -253,8 +253,7 @@ void write_split(const TempDir& dir, const std::string& prefix, uint32_t n, cons
   Bytes pixels(n * 6);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i);
   write_gzip(dir / (prefix + "-images-idx3-ubyte.gz"), idx_bytes({n, 2, 3}, pixels));
-  write_plain(dir / (prefix + "-labels-idx1-ubyte"),
-              idx_bytes({static_cast<uint32_t>(labels.size())}, labels));
+  write_plain(dir / (prefix + "-labels-idx1-ubyte"), idx_bytes({static_cast<uint32_t>(labels.size())}, labels));
 }
 
 }  // namespace
@@ -279,8 +278,8 @@ TEST(FashionMnist, LoadsBothSplitsWithGzipAndPlainNames) {
 }
 
 TEST(FashionMnist, ClassNames) {
-  EXPECT_EQ(class_names(), (std::vector<std::string>{"t-shirt", "trouser", "pullover", "dress", "coat",
-                                                     "sandal", "shirt", "sneaker", "bag", "ankle boot"}));
+  EXPECT_EQ(class_names(), (std::vector<std::string>{"t-shirt", "trouser", "pullover", "dress", "coat", "sandal",
+                                                     "shirt", "sneaker", "bag", "ankle boot"}));
 }
 
 TEST(FashionMnist, MissingDirectory) {

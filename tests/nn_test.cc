@@ -5,8 +5,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test_support.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -26,6 +24,7 @@
 #include "dpt/nn/module.h"
 #include "dpt/ops/ops.h"
 #include "dpt/optim/optimizer.h"
+#include "test_support.h"
 
 using dpt::Shape;
 using dpt::Tensor;
@@ -112,11 +111,11 @@ TEST(Module, Resnet18ParameterAndBufferCounts) {
   // By hand: stem 640 + 128; stage1 2 x (36928 + 128 + 36928 + 128) = 148224;
   // stage2 230272 + 295680 = 525952; stage3 919296 + 1181184 = 2100480;
   // stage4 3673600 + 4721664 = 8395264; fc 5130. Total 11,175,818.
-  const int64_t expected = conv_params(1, 64, 3) + bn_params(64) +                              //
-                           2 * residual_params(64, 64, false) +                                 //
-                           residual_params(64, 128, true) + residual_params(128, 128, false) +  //
-                           residual_params(128, 256, true) + residual_params(256, 256, false) + //
-                           residual_params(256, 512, true) + residual_params(512, 512, false) + //
+  const int64_t expected = conv_params(1, 64, 3) + bn_params(64) +                               //
+                           2 * residual_params(64, 64, false) +                                  //
+                           residual_params(64, 128, true) + residual_params(128, 128, false) +   //
+                           residual_params(128, 256, true) + residual_params(256, 256, false) +  //
+                           residual_params(256, 512, true) + residual_params(512, 512, false) +  //
                            512 * 10 + 10;
   EXPECT_EQ(expected, 11175818);
   EXPECT_EQ(total_numel(params), expected);
@@ -126,10 +125,10 @@ TEST(Module, Resnet18ParameterAndBufferCounts) {
   EXPECT_EQ(named[2].first, "bn.weight");
   EXPECT_EQ(named[4].first, "stage1.block0.conv1.weight");
   EXPECT_EQ(named.back().first, "fc.bias");
-  EXPECT_TRUE(std::any_of(named.begin(), named.end(),
-                          [](const auto& e) { return e.first == "stage2.block0.conv3.weight"; }));
-  EXPECT_FALSE(std::any_of(named.begin(), named.end(),
-                           [](const auto& e) { return e.first == "stage1.block0.conv3.weight"; }));
+  EXPECT_TRUE(
+      std::any_of(named.begin(), named.end(), [](const auto& e) { return e.first == "stage2.block0.conv3.weight"; }));
+  EXPECT_FALSE(
+      std::any_of(named.begin(), named.end(), [](const auto& e) { return e.first == "stage1.block0.conv3.weight"; }));
 
   // Buffers: running_mean and running_var of each of the 17 BatchNorms (stem + 2 per block).
   const std::vector<Tensor> buffers = net->buffers();
@@ -224,8 +223,8 @@ TEST(Module, TrainAndEvalReachEveryDescendant) {
 
 TEST(Module, ZeroGradDropsEveryGradient) {
   auto net = nn::lenet_module();
-  const Tensor loss = dpt::ops::cross_entropy((*net)(random_tensor({2, 1, 28, 28}, 4, 0, 1)),
-                                              Tensor::from_labels({3, 7}));
+  const Tensor loss =
+      dpt::ops::cross_entropy((*net)(random_tensor({2, 1, 28, 28}, 4, 0, 1)), Tensor::from_labels({3, 7}));
   loss.backward();
   for (const Tensor& p : net->parameters()) ASSERT_TRUE(p.grad().defined()) << p.name();
   net->zero_grad();
@@ -403,8 +402,8 @@ TEST(SGD, SkipsParametersWithoutGradientAndStepsEveryReplicaAlike) {
   }
   optim::SGD sgd(replicas, {0.1f, 0.9f, 0.01f});
   for (int step = 0; step < 2; ++step) {
-    for (auto& replica : replicas) set_grad(replica[0], step == 0 ? std::vector<float>{0.5f, 0.25f, -1.0f}
-                                                                    : std::vector<float>{-0.2f, 0.1f, 0.3f});
+    for (auto& replica : replicas)
+      set_grad(replica[0], step == 0 ? std::vector<float>{0.5f, 0.25f, -1.0f} : std::vector<float>{-0.2f, 0.1f, 0.3f});
     sgd.step();
   }
   for (int r = 0; r < 2; ++r) {

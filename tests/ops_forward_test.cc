@@ -8,8 +8,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test_support.h"
-
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -19,6 +17,7 @@
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/ops/ops.h"
+#include "test_support.h"
 
 using dpt::DType;
 using dpt::Shape;
@@ -211,8 +210,8 @@ TEST(MatmulForward, MatchesNaive) {
 }
 
 TEST(MatmulForward, HandComputed) {
-  const Tensor c = ops::matmul(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}),
-                               Tensor::from_vector({7, 8, 9, 10, 11, 12}, {3, 2}));
+  const Tensor c =
+      ops::matmul(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}), Tensor::from_vector({7, 8, 9, 10, 11, 12}, {3, 2}));
   expect_values_near(c, {58, 64, 139, 154});
 }
 
@@ -299,9 +298,8 @@ TEST(OpErrors, Conv2dChannelMismatch) {
 }
 
 TEST(OpErrors, Conv2dBiasAndKernelSize) {
-  EXPECT_INVALID_ARGUMENT(
-      ops::conv2d(Tensor::zeros({1, 2, 5, 5}), Tensor::zeros({4, 2, 3, 3}), Tensor::zeros({3})),
-      "conv2d: bias [3] does not match weight [4, 2, 3, 3]");
+  EXPECT_INVALID_ARGUMENT(ops::conv2d(Tensor::zeros({1, 2, 5, 5}), Tensor::zeros({4, 2, 3, 3}), Tensor::zeros({3})),
+                          "conv2d: bias [3] does not match weight [4, 2, 3, 3]");
   EXPECT_INVALID_ARGUMENT(ops::conv2d(Tensor::zeros({1, 1, 2, 2}), Tensor::zeros({1, 1, 3, 3}), Tensor()),
                           "conv2d: kernel [1, 1, 3, 3] is larger than the padded input [1, 1, 2, 2]");
   EXPECT_INVALID_ARGUMENT(ops::conv2d(Tensor::zeros({1, 5, 5}), Tensor::zeros({1, 1, 3, 3}), Tensor()),
@@ -424,8 +422,7 @@ TEST(BatchNormForward, TrainingNormalizesEachChannelAndUpdatesRunningStatsAsPyTo
     // Biased variance v normalized with eps: v / (v + eps).
     EXPECT_NEAR(out.variance[c], in.variance[c] / (in.variance[c] + 1e-5), 1e-4) << "channel " << c;
     EXPECT_NEAR(running_mean.data<float>()[c], (1 - momentum) * mean0[c] + momentum * in.mean[c], 1e-5);
-    EXPECT_NEAR(running_var.data<float>()[c], (1 - momentum) * var0[c] + momentum * in.variance[c] * n / (n - 1),
-                1e-4);
+    EXPECT_NEAR(running_var.data<float>()[c], (1 - momentum) * var0[c] + momentum * in.variance[c] * n / (n - 1), 1e-4);
   }
 }
 
@@ -459,8 +456,8 @@ TEST(BatchNormForward, BlockedConvOutputGivesTheSameResultAsPlain) {
   for (const bool training : {true, false}) {
     Tensor rm_a = Tensor::zeros({5}), rv_a = Tensor::full({5}, 1.0f);
     Tensor rm_b = Tensor::zeros({5}), rv_b = Tensor::full({5}, 1.0f);
-    const Tensor blocked_in = ops::conv2d(random_tensor({2, 3, 6, 6}, 210), random_tensor({5, 3, 3, 3}, 211),
-                                          Tensor(), 1, 1);
+    const Tensor blocked_in =
+        ops::conv2d(random_tensor({2, 3, 6, 6}, 210), random_tensor({5, 3, 3, 3}, 211), Tensor(), 1, 1);
     ASSERT_NE(blocked_in.impl()->storage->layout(), nullptr) << "conv2d no longer leaves a blocked layout";
     const Tensor y_blocked = ops::batch_norm2d(blocked_in, gamma, beta, rm_a, rv_a, training);
     EXPECT_NE(y_blocked.impl()->storage->layout(), nullptr) << "batch norm reordered its output to plain";

@@ -23,16 +23,15 @@
 //  a padding off by one pixel, a pool routing its gradient to the wrong window element, a
 //  wrong mean scale (1/N with N >= 2 is a >= 50% error). The self-tests below show that a
 //  transposed gradient and even a uniform 1% scale error fail the check.
-#include <gtest/gtest.h>
-
 #include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -129,8 +128,8 @@ void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vect
       const double minus = scalar_loss(f, inputs, r);
       v[j] = saved;
       // Divide by the step the float input actually took, not the nominal one.
-      const double taken = static_cast<double>(static_cast<float>(saved + step)) -
-                           static_cast<double>(static_cast<float>(saved - step));
+      const double taken =
+          static_cast<double>(static_cast<float>(saved + step)) - static_cast<double>(static_cast<float>(saved - step));
       const double numeric = (plus - minus) / taken;
       const double error = std::abs(analytic[j] - numeric) / std::max(1.0, std::abs(numeric));
       worst = std::max(worst, error);
@@ -142,8 +141,7 @@ void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vect
       std::cout << "  input " << i << " " << dpt::shape_str(x.shape()) << ": worst scaled error " << worst << "\n";
     }
     EXPECT_EQ(failures, 0) << "input " << i << " " << dpt::shape_str(x.shape()) << ": " << failures << " of "
-                           << x.numel() << " elements off (worst scaled error " << worst << ")"
-                           << first_failures.str();
+                           << x.numel() << " elements off (worst scaled error " << worst << ")" << first_failures.str();
   }
 }
 
@@ -233,7 +231,8 @@ TEST(GradCheck, Conv2dStrideLargerThanKernelAndWidePadding) {
 TEST(GradCheck, Conv2dOnlySomeInputsRequireGrad) {
   // Each backward branch on its own: only x, only weight, only bias.
   const auto inputs = [] {
-    return std::vector<Tensor>{random_tensor({2, 2, 4, 4}, 20), random_tensor({3, 2, 3, 3}, 21), random_tensor({3}, 22)};
+    return std::vector<Tensor>{random_tensor({2, 2, 4, 4}, 20), random_tensor({3, 2, 3, 3}, 21),
+                               random_tensor({3}, 22)};
   };
   expect_gradients_match(conv(1, 1, true), inputs(), {true, false, false});
   expect_gradients_match(conv(1, 1, true), inputs(), {false, true, false});
@@ -339,14 +338,15 @@ TEST(GradCheck, AddOfTwoOpsOnTheSameInput) {
 // reshape, flatten (views; checked chained into ops that compute)
 
 TEST(GradCheck, FlattenIntoLinear) {
-  expect_gradients_match(
-      [](const std::vector<Tensor>& in) { return ops::linear(ops::flatten(in[0]), in[1], in[2]); },
-      {random_tensor({2, 2, 3, 2}, 70), random_tensor({3, 12}, 71), random_tensor({3}, 72)});
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::linear(ops::flatten(in[0]), in[1], in[2]); },
+                         {random_tensor({2, 2, 3, 2}, 70), random_tensor({3, 12}, 71), random_tensor({3}, 72)});
 }
 
 TEST(GradCheck, ReshapeWithInferredDimIntoMatmul) {
   expect_gradients_match(
-      [](const std::vector<Tensor>& in) { return ops::matmul(ops::reshape(in[0], {-1, 6}), in[1]); },
+      [](const std::vector<Tensor>& in) {
+        return ops::matmul(ops::reshape(in[0], {-1, 6}), in[1]);
+      },
       {random_tensor({2, 3, 4}, 73), random_tensor({6, 2}, 74)});
 }
 
@@ -393,7 +393,8 @@ TEST(GradCheck, CrossEntropyLargeLogits) {
 // The check itself must catch typical backward bugs; these ops have them on purpose.
 
 // C = A B with a chosen (possibly wrong) backward for B.
-Tensor matmul_with_grad_b(const Tensor& a, const Tensor& b, std::function<Tensor(const Tensor&, const Tensor&)> grad_b) {
+Tensor matmul_with_grad_b(const Tensor& a, const Tensor& b,
+                          std::function<Tensor(const Tensor&, const Tensor&)> grad_b) {
   Tensor out;
   {
     dpt::autograd::NoGradGuard no_grad;
@@ -412,7 +413,8 @@ Tensor naive_a_transpose_times(const Tensor& a, const Tensor& g) {
   Tensor out = Tensor::zeros({k, n});
   for (int64_t p = 0; p < k; ++p)
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) out.data<float>()[p * n + j] += a.data<float>()[i * k + p] * g.data<float>()[i * n + j];
+      for (int64_t i = 0; i < m; ++i)
+        out.data<float>()[p * n + j] += a.data<float>()[i * k + p] * g.data<float>()[i * n + j];
   return out;
 }
 
@@ -423,34 +425,33 @@ TEST(GradCheckSelfTest, AcceptsTheCorrectBackward) {
 }
 
 TEST(GradCheckSelfTest, CatchesATransposedWeightGradient) {
-  EXPECT_NONFATAL_FAILURE(
-      expect_gradients_match(
-          [](const std::vector<Tensor>& in) {
-            return matmul_with_grad_b(in[0], in[1], [](const Tensor& a, const Tensor& g) {
-              const Tensor right = naive_a_transpose_times(a, g);
-              Tensor wrong = Tensor::empty(right.shape());
-              const int64_t n = right.dim(0);
-              for (int64_t i = 0; i < n; ++i)
-                for (int64_t j = 0; j < n; ++j) wrong.data<float>()[i * n + j] = right.data<float>()[j * n + i];
-              return wrong;
-            });
-          },
-          {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
-      "elements off");
+  EXPECT_NONFATAL_FAILURE(expect_gradients_match(
+                              [](const std::vector<Tensor>& in) {
+                                return matmul_with_grad_b(in[0], in[1], [](const Tensor& a, const Tensor& g) {
+                                  const Tensor right = naive_a_transpose_times(a, g);
+                                  Tensor wrong = Tensor::empty(right.shape());
+                                  const int64_t n = right.dim(0);
+                                  for (int64_t i = 0; i < n; ++i)
+                                    for (int64_t j = 0; j < n; ++j)
+                                      wrong.data<float>()[i * n + j] = right.data<float>()[j * n + i];
+                                  return wrong;
+                                });
+                              },
+                              {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
+                          "elements off");
 }
 
 TEST(GradCheckSelfTest, CatchesAOnePercentScaleError) {
-  EXPECT_NONFATAL_FAILURE(
-      expect_gradients_match(
-          [](const std::vector<Tensor>& in) {
-            return matmul_with_grad_b(in[0], in[1], [](const Tensor& a, const Tensor& g) {
-              Tensor grad = naive_a_transpose_times(a, g);
-              for (int64_t i = 0; i < grad.numel(); ++i) grad.data<float>()[i] *= 1.01f;
-              return grad;
-            });
-          },
-          {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
-      "elements off");
+  EXPECT_NONFATAL_FAILURE(expect_gradients_match(
+                              [](const std::vector<Tensor>& in) {
+                                return matmul_with_grad_b(in[0], in[1], [](const Tensor& a, const Tensor& g) {
+                                  Tensor grad = naive_a_transpose_times(a, g);
+                                  for (int64_t i = 0; i < grad.numel(); ++i) grad.data<float>()[i] *= 1.01f;
+                                  return grad;
+                                });
+                              },
+                              {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
+                          "elements off");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -461,7 +462,7 @@ TEST(GradCheck, SmallConvNetEndToEnd) {
   expect_gradients_match(
       [labels](const std::vector<Tensor>& in) {
         Tensor h = ops::conv2d(in[0], in[1], in[2], 1, 1);  // [2, 2, 6, 6]
-        h = ops::avg_pool2d(ops::relu(h), 2, 2);           // [2, 2, 3, 3]
+        h = ops::avg_pool2d(ops::relu(h), 2, 2);            // [2, 2, 3, 3]
         h = ops::max_pool2d(h, 2, 1);                       // [2, 2, 2, 2]
         h = ops::linear(ops::flatten(h), in[3], in[4]);     // [2, 3]
         return ops::cross_entropy(h, labels, ops::Reduction::sum);

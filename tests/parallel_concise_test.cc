@@ -9,8 +9,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test_support.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -35,6 +33,7 @@
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/train/train_concise.h"
+#include "test_support.h"
 
 using dpt::Device;
 using dpt::Shape;
@@ -514,10 +513,8 @@ TEST(DataParallelPartialBatch, TrainCopesWithALastBatchSmallerThanTheDevices) {
   config.epochs = 2;
   config.batch_size = 4;
   int64_t last_steps = 0;
-  const dpt::train::TrainHistory history =
-      dpt::train::train(net, sgd, data, data, config, {}, [&](int, int64_t, int64_t steps, double, double) {
-        last_steps = steps;
-      });
+  const dpt::train::TrainHistory history = dpt::train::train(
+      net, sgd, data, data, config, {}, [&](int, int64_t, int64_t steps, double, double) { last_steps = steps; });
   EXPECT_EQ(last_steps, 3);
   ASSERT_EQ(history.epochs.size(), 2u);
   for (const auto& stats : history.epochs) {

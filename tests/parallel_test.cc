@@ -11,8 +11,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test_support.h"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -39,6 +37,7 @@
 #include "dpt/parallel/device_pool.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/train/train_from_scratch.h"
+#include "test_support.h"
 
 using dpt::Device;
 using dpt::DType;
@@ -100,9 +99,7 @@ std::vector<float> random_floats(size_t count, uint64_t seed) {
 
 // Element count of ring chunk c when `count` elements are cut into n near-equal parts (the
 // first count % n chunks one larger), computed here independently of the communicator.
-size_t ring_chunk_size(size_t count, int n, int c) {
-  return count / n + (static_cast<size_t>(c) < count % n ? 1 : 0);
-}
+size_t ring_chunk_size(size_t count, int n, int c) { return count / n + (static_cast<size_t>(c) < count % n ? 1 : 0); }
 
 // A pool of n single-core CPU devices whose failures abort `comm`, as ScratchTrainer wires it.
 struct Ranks {
@@ -184,8 +181,7 @@ TEST_P(CollectiveTest, AllreduceSumMatchesSerialSumAndIsBitIdenticalOnEveryRank)
           // every chunk but the one this rank finished (index rank + 1): 2 (n - 1) chunks.
           expected = (count - ring_chunk_size(count, n, rank)) + (count - ring_chunk_size(count, n, (rank + 1) % n));
           const double ideal = 2.0 * (n - 1) / n * static_cast<double>(count) * sizeof(float);
-          EXPECT_LE(std::fabs(static_cast<double>(received) - ideal), 2.0 * (n - 1) * sizeof(float))
-              << "rank " << rank;
+          EXPECT_LE(std::fabs(static_cast<double>(received) - ideal), 2.0 * (n - 1) * sizeof(float)) << "rank " << rank;
         } else if (algorithm() == "naive" && n > 1) {
           expected = rank == 0 ? (n - 1) * count : count;  // rank 0 gathers all; the rest copy back
         }
@@ -206,8 +202,9 @@ TEST_P(CollectiveTest, BroadcastCopiesTheRootsBufferFromANonZeroRoot) {
   std::vector<size_t> before(n);
   for (int rank = 0; rank < n; ++rank) before[rank] = r.comm->bytes_received(rank);
 
-  run_with_timeout(kHangTimeout,
-                   [&] { r.pool.run_all([&](int rank) { r.comm->broadcast(rank, buffers[rank].data(), count, root); }); });
+  run_with_timeout(kHangTimeout, [&] {
+    r.pool.run_all([&](int rank) { r.comm->broadcast(rank, buffers[rank].data(), count, root); });
+  });
 
   for (int rank = 0; rank < n; ++rank) {
     EXPECT_EQ(std::memcmp(buffers[rank].data(), expected.data(), count * sizeof(float)), 0) << "rank " << rank;
@@ -250,7 +247,9 @@ TEST_P(CollectiveTest, BackToBackCollectivesMayReuseTheirBuffersAtOnce) {
     r.pool.run_all([&](int rank) {
       std::vector<float> buffer(count);
       for (int iter = 0; iter < kIterations; ++iter) {
-        const auto value = [&](int who, size_t i) { return static_cast<float>(who + 3 * iter + static_cast<int>(i % 5)); };
+        const auto value = [&](int who, size_t i) {
+          return static_cast<float>(who + 3 * iter + static_cast<int>(i % 5));
+        };
         for (size_t i = 0; i < count; ++i) buffer[i] = value(rank, i);
         r.comm->allreduce_sum(rank, buffer.data(), count);
         for (size_t i = 0; i < count; ++i) {
@@ -652,7 +651,8 @@ void expect_close_to_reference(const std::vector<Tensor>& got, const std::vector
     const std::vector<float> values = got[i].to_vector();
     ASSERT_EQ(values.size(), reference[i].size());
     float max_step = 0;
-    for (size_t k = 0; k < values.size(); ++k) max_step = std::max(max_step, std::fabs(reference[i][k] - initial[i][k]));
+    for (size_t k = 0; k < values.size(); ++k)
+      max_step = std::max(max_step, std::fabs(reference[i][k] - initial[i][k]));
     size_t bad = 0;
     double worst = 0;
     for (size_t k = 0; k < values.size(); ++k) {
@@ -771,7 +771,8 @@ TEST(ScratchTrainer, RejectsABadConfig) {
   EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params), "unknown allreduce algorithm");
   config = config_for(4, "ring");
   config.batch_size = 3;
-  EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params), "--batch-size 3 is smaller than the 4 devices");
+  EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params),
+                          "--batch-size 3 is smaller than the 4 devices");
 }
 
 }  // namespace

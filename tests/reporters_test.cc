@@ -29,8 +29,8 @@ class TempDir {
  public:
   TempDir() {
     const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            ("dpt_reporters_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    path_ =
+        fs::temp_directory_path() / ("dpt_reporters_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }

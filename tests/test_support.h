@@ -23,14 +23,14 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, float low = -1.0f
 }  // namespace dpt::testing_support
 
 // Expects `statement` to throw std::invalid_argument whose what() contains `text`.
-#define EXPECT_INVALID_ARGUMENT(statement, text)                   \
-  EXPECT_THROW(                                                    \
-      {                                                            \
-        try {                                                      \
-          statement;                                               \
-        } catch (const std::invalid_argument& e) {                 \
-          EXPECT_THAT(e.what(), ::testing::HasSubstr(text));       \
-          throw;                                                   \
-        }                                                          \
-      },                                                           \
+#define EXPECT_INVALID_ARGUMENT(statement, text)             \
+  EXPECT_THROW(                                              \
+      {                                                      \
+        try {                                                \
+          statement;                                         \
+        } catch (const std::invalid_argument& e) {           \
+          EXPECT_THAT(e.what(), ::testing::HasSubstr(text)); \
+          throw;                                             \
+        }                                                    \
+      },                                                     \
       std::invalid_argument)

@@ -39,7 +39,8 @@ TEST(LeNet, ParametersFollowTheLesson) {
     EXPECT_EQ(params[i].shape(), shapes[i]);
     EXPECT_TRUE(params[i].requires_grad());
     for (float v : params[i].to_vector()) {
-      if (i % 2 == 1) EXPECT_EQ(v, 0.0f);  // biases start at zero
+      if (i % 2 == 1)
+        EXPECT_EQ(v, 0.0f);  // biases start at zero
       else {
         sum_sq += static_cast<double>(v) * v;
         ++count;
@@ -47,7 +48,7 @@ TEST(LeNet, ParametersFollowTheLesson) {
     }
   }
   EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(count)), 0.01, 0.0005);  // N(0, 0.01^2)
-  EXPECT_EQ(nn::lenet_params(7)[4].to_vector(), params[4].to_vector());      // same seed, same init
+  EXPECT_EQ(nn::lenet_params(7)[4].to_vector(), params[4].to_vector());       // same seed, same init
   EXPECT_NE(nn::lenet_params(8)[4].to_vector(), params[4].to_vector());
 }
 
@@ -104,10 +105,8 @@ TEST(RealData, TwoEpochsOfLeNetLearnFashionMnist) {
   config.epochs = 2;
   config.devices = {Device::cpu(0), Device::cpu(1)};
   std::vector<train::EpochStats> epochs;
-  const train::TrainSummary summary =
-      train::train_lenet_from_scratch(train_data, test_data, config, [&](const train::EpochStats& s) {
-        epochs.push_back(s);
-      });
+  const train::TrainSummary summary = train::train_lenet_from_scratch(
+      train_data, test_data, config, [&](const train::EpochStats& s) { epochs.push_back(s); });
   ASSERT_EQ(epochs.size(), 2u);
   EXPECT_LT(epochs[1].train_loss, 0.75 * std::log(10.0)) << "the loss must fall from ln(10)";
   EXPECT_GE(summary.test_acc, 0.60);
@@ -123,8 +122,7 @@ TEST(RealData, ResNet18LearnsOnASubset) {
   if (!std::filesystem::exists(DPT_DATA_DIR)) {
     GTEST_SKIP() << DPT_DATA_DIR << " is missing: install the Debian package dataset-fashion-mnist";
   }
-  const data::Dataset train_data =
-      data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 640);
+  const data::Dataset train_data = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 640);
   const data::Dataset test_data = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 320);
   std::unique_ptr<nn::Module> net = nn::resnet18(10, 1);
   nn::init_weights(*net, nn::Init::kaiming, 0);

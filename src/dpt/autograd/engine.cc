@@ -81,8 +81,10 @@ void backward(const Tensor& root) {
   }
   const Tensor seed = Tensor::full(root.shape(), 1.0f, root.device());
   if (!root.impl()->grad_fn) {  // the loss is itself a leaf
-    if (!root.impl()->grad) root.impl()->grad = seed.impl_ptr();
-    else add_into(Tensor(root.impl()->grad), seed);
+    if (!root.impl()->grad)
+      root.impl()->grad = seed.impl_ptr();
+    else
+      add_into(Tensor(root.impl()->grad), seed);
     return;
   }
 

@@ -74,8 +74,8 @@ Tensor Tensor::full(const Shape& shape, float value, Device device) {
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape, Device device) {
   if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
-    throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
-                                " values do not fill shape " + shape_str(shape));
+    throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
+                                shape_str(shape));
   }
   Tensor t = empty(shape, DType::f32, device);
   std::memcpy(t.data<float>(), values.data(), t.bytes());
@@ -99,13 +99,15 @@ int64_t Tensor::dim(int i) const {
 
 template <>
 float* Tensor::data<float>() const {
-  if (dtype() != DType::f32) throw std::logic_error(std::string("data<float>() on a ") + dtype_name(dtype()) + " tensor");
+  if (dtype() != DType::f32)
+    throw std::logic_error(std::string("data<float>() on a ") + dtype_name(dtype()) + " tensor");
   return static_cast<float*>(impl_->storage->data(bytes()));
 }
 
 template <>
 int64_t* Tensor::data<int64_t>() const {
-  if (dtype() != DType::i64) throw std::logic_error(std::string("data<int64_t>() on a ") + dtype_name(dtype()) + " tensor");
+  if (dtype() != DType::i64)
+    throw std::logic_error(std::string("data<int64_t>() on a ") + dtype_name(dtype()) + " tensor");
   return static_cast<int64_t*>(impl_->storage->data(bytes()));
 }
 

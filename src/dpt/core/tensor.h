@@ -60,10 +60,10 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::f32;
   Device device;
-  bool requires_grad = false;                  // a leaf whose .grad() backward fills
-  std::shared_ptr<TensorImpl> grad;            // accumulated gradient of a leaf
-  std::shared_ptr<autograd::Node> grad_fn;     // the op that produced this tensor, if recorded
-  std::string name;                            // optional, for error messages ("conv1.weight")
+  bool requires_grad = false;               // a leaf whose .grad() backward fills
+  std::shared_ptr<TensorImpl> grad;         // accumulated gradient of a leaf
+  std::shared_ptr<autograd::Node> grad_fn;  // the op that produced this tensor, if recorded
+  std::string name;                         // optional, for error messages ("conv1.weight")
 };
 
 class Tensor {
@@ -88,18 +88,18 @@ class Tensor {
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
 
   template <class T>
-  T* data() const;  // checked against dtype
+  T* data() const;     // checked against dtype
   float item() const;  // the single value of a one-element f32 tensor
   std::vector<float> to_vector() const;
 
   // Autograd.
   bool requires_grad() const { return impl_->requires_grad; }
   Tensor& set_requires_grad(bool value);
-  bool needs_grad() const;        // requires grad itself or was computed from one that does
-  Tensor grad() const;            // undefined until a backward() reached this tensor
-  void zero_grad() const;         // drops the accumulated gradient
-  void backward() const;          // this must be a one-element tensor (a loss)
-  Tensor detach() const;          // same storage, no history
+  bool needs_grad() const;  // requires grad itself or was computed from one that does
+  Tensor grad() const;      // undefined until a backward() reached this tensor
+  void zero_grad() const;   // drops the accumulated gradient
+  void backward() const;    // this must be a one-element tensor (a loss)
+  Tensor detach() const;    // same storage, no history
   const std::string& name() const { return impl_->name; }
   Tensor& set_name(std::string name);
 

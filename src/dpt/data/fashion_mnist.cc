@@ -23,8 +23,8 @@ std::filesystem::path find_file(const std::filesystem::path& dir, const std::str
   for (const std::string& name : {base + ".gz", base}) {
     if (std::filesystem::exists(dir / name, ec)) return dir / name;
   }
-  throw DataError("Fashion-MNIST file " + in_quotes(base + ".gz") + " (or " + in_quotes(base) +
-                  ") is missing in " + in_quotes(dir) +
+  throw DataError("Fashion-MNIST file " + in_quotes(base + ".gz") + " (or " + in_quotes(base) + ") is missing in " +
+                  in_quotes(dir) +
                   "; reinstall the Debian package dataset-fashion-mnist or pass --data DIR "
                   "with a complete copy");
 }
@@ -54,20 +54,18 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split) {
 
   IdxArray images = read_idx(images_file);
   if (images.dims.size() != 3) {
-    throw DataError("Fashion-MNIST images file " + in_quotes(images_file) + " has dimensions " +
-                    dims_str(images.dims) +
+    throw DataError("Fashion-MNIST images file " + in_quotes(images_file) + " has dimensions " + dims_str(images.dims) +
                     ", expected 3 (count, rows, cols); it is not an images file, check the file names");
   }
   IdxArray labels = read_idx(labels_file);
   if (labels.dims.size() != 1) {
-    throw DataError("Fashion-MNIST labels file " + in_quotes(labels_file) + " has dimensions " +
-                    dims_str(labels.dims) +
+    throw DataError("Fashion-MNIST labels file " + in_quotes(labels_file) + " has dimensions " + dims_str(labels.dims) +
                     ", expected 1 (count); it is not a labels file, check the file names");
   }
   if (images.dims[0] != labels.dims[0]) {
-    throw DataError("Fashion-MNIST " + std::string(split_name(split)) + " split is inconsistent: " +
-                    in_quotes(images_file) + " holds " + std::to_string(images.dims[0]) + " images but " +
-                    in_quotes(labels_file) + " holds " + std::to_string(labels.dims[0]) +
+    throw DataError("Fashion-MNIST " + std::string(split_name(split)) +
+                    " split is inconsistent: " + in_quotes(images_file) + " holds " + std::to_string(images.dims[0]) +
+                    " images but " + in_quotes(labels_file) + " holds " + std::to_string(labels.dims[0]) +
                     " labels; the files come from different copies, reinstall dataset-fashion-mnist");
   }
 
@@ -79,8 +77,8 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split) {
   for (size_t i = 0; i < labels.values.size(); ++i) {
     const int64_t label = labels.values[i];
     if (label >= kNumClasses) {
-      throw DataError("Fashion-MNIST labels file " + in_quotes(labels_file) + ": label at index " +
-                      std::to_string(i) + " is " + std::to_string(label) +
+      throw DataError("Fashion-MNIST labels file " + in_quotes(labels_file) + ": label at index " + std::to_string(i) +
+                      " is " + std::to_string(label) +
                       ", outside the class range 0-9; the file is corrupt, reinstall dataset-fashion-mnist");
     }
     data.labels.push_back(label);
@@ -89,8 +87,7 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split) {
 }
 
 std::vector<std::string> class_names() {
-  return {"t-shirt", "trouser", "pullover", "dress", "coat",
-          "sandal",  "shirt",   "sneaker",  "bag",   "ankle boot"};
+  return {"t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"};
 }
 
 Dataset take_first(const Dataset& data, int64_t count) {

@@ -90,8 +90,7 @@ class IdxStream {
       fail(file_, std::string("read error (") + std::strerror(errno) + "); check the file and the disk");
     }
     if (code == Z_BUF_ERROR) {
-      fail(file_, "gzip stream is truncated (zlib: " + detail +
-                      "); the file was cut off, re-download or reinstall it");
+      fail(file_, "gzip stream is truncated (zlib: " + detail + "); the file was cut off, re-download or reinstall it");
     }
     fail(file_, "gzip stream is corrupt (zlib: " + detail + "); re-download or reinstall the file");
   }
@@ -102,8 +101,7 @@ class IdxStream {
 };
 
 uint32_t big_endian_u32(const uint8_t* bytes) {
-  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) |
-         uint32_t{bytes[3]};
+  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) | uint32_t{bytes[3]};
 }
 
 std::string dims_str(const std::vector<int64_t>& dims) {
@@ -147,8 +145,8 @@ IdxArray read_idx(const std::filesystem::path& file) {
     array.dims.push_back(size);
     // 2^40 bytes is far beyond any real IDX file; the cap keeps the product from overflowing.
     if (size != 0 && expected > (uint64_t{1} << 40) / size) {
-      fail(file, "header declares dimensions " + dims_str(array.dims) +
-                     "..., more than 2^40 values; the file is corrupt");
+      fail(file,
+           "header declares dimensions " + dims_str(array.dims) + "..., more than 2^40 values; the file is corrupt");
     }
     expected *= size;
   }
@@ -159,9 +157,8 @@ IdxArray read_idx(const std::filesystem::path& file) {
     array.values.resize(have + chunk);
     const size_t got = stream.read(array.values.data() + have, chunk);
     if (got < chunk) {
-      fail(file, "file is truncated: header dimensions " + dims_str(array.dims) + " need " +
-                     std::to_string(expected) + " values but only " + std::to_string(have + got) +
-                     " follow; re-download or reinstall it");
+      fail(file, "file is truncated: header dimensions " + dims_str(array.dims) + " need " + std::to_string(expected) +
+                     " values but only " + std::to_string(have + got) + " follow; re-download or reinstall it");
     }
   }
 

@@ -11,8 +11,8 @@
 namespace dpt::data {
 
 struct IdxArray {
-  std::vector<int64_t> dims;     // e.g. {60000, 28, 28}
-  std::vector<uint8_t> values;   // product(dims) values, row-major
+  std::vector<int64_t> dims;    // e.g. {60000, 28, 28}
+  std::vector<uint8_t> values;  // product(dims) values, row-major
 };
 
 // Reads a gzip-compressed or plain IDX file (zlib detects which). The file must hold

@@ -10,9 +10,9 @@
 namespace dpt::nn {
 
 enum class Init {
-  lesson,  // N(0, 0.01^2), the lesson's init_weights
-  kaiming, // N(0, 2 / fan_in): keeps activation variance through ReLU layers (He et al.)
-  xavier,  // U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (Glorot and Bengio)
+  lesson,   // N(0, 0.01^2), the lesson's init_weights
+  kaiming,  // N(0, 2 / fan_in): keeps activation variance through ReLU layers (He et al.)
+  xavier,   // U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (Glorot and Bengio)
 };
 
 // Parses "lesson", "kaiming" or "xavier"; throws std::invalid_argument otherwise.

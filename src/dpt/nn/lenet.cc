@@ -18,8 +18,8 @@ std::vector<Tensor> lenet_params(uint64_t seed, Device device) {
   const auto bias = [&](int64_t size, const char* name) {
     return Tensor::zeros({size}, DType::f32, device).set_requires_grad(true).set_name(name);
   };
-  return {weight({20, 1, 3, 3}, "W1"), bias(20, "b1"),    weight({50, 20, 5, 5}, "W2"), bias(50, "b2"),
-          weight({128, 800}, "W3"),    bias(128, "b3"),   weight({10, 128}, "W4"),      bias(10, "b4")};
+  return {weight({20, 1, 3, 3}, "W1"), bias(20, "b1"),  weight({50, 20, 5, 5}, "W2"), bias(50, "b2"),
+          weight({128, 800}, "W3"),    bias(128, "b3"), weight({10, 128}, "W4"),      bias(10, "b4")};
 }
 
 Tensor lenet(const Tensor& X, const std::vector<Tensor>& params) {

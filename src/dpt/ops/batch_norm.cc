@@ -17,8 +17,8 @@ void require_per_channel(const Tensor& t, const Tensor& x, const std::string& op
 }
 }  // namespace
 
-Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
-                    Tensor& running_var, bool training, float momentum, float eps) {
+Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
+                    bool training, float momentum, float eps) {
   const std::string op = "batch_norm2d";
   require_rank(x, 4, op, "input");
   require_per_channel(gamma, x, op, "gamma");
@@ -58,14 +58,14 @@ Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Te
   Tensor out = forward.out;
   if (autograd::should_record({&x, &gamma, &beta})) {
     const bool need_x = x.needs_grad(), need_gamma = gamma.needs_grad(), need_beta = beta.needs_grad();
-    autograd::record(out, op, {&x, &gamma, &beta},
-                     [x = x.detach(), gamma = gamma.detach(), beta = beta.detach(), mean = forward.mean, variance = forward.variance,
-                      training, eps, need_x, need_gamma, need_beta](const Tensor& grad_out) -> std::vector<Tensor> {
-                       cpu::BatchNormGrads grads =
-                           cpu::batch_norm_backward(grad_out, x, gamma, beta, training, mean, variance, eps);
-                       return {need_x ? grads.grad_x : Tensor(), need_gamma ? grads.grad_gamma : Tensor(),
-                               need_beta ? grads.grad_beta : Tensor()};
-                     });
+    autograd::record(
+        out, op, {&x, &gamma, &beta},
+        [x = x.detach(), gamma = gamma.detach(), beta = beta.detach(), mean = forward.mean, variance = forward.variance,
+         training, eps, need_x, need_gamma, need_beta](const Tensor& grad_out) -> std::vector<Tensor> {
+          cpu::BatchNormGrads grads = cpu::batch_norm_backward(grad_out, x, gamma, beta, training, mean, variance, eps);
+          return {need_x ? grads.grad_x : Tensor(), need_gamma ? grads.grad_gamma : Tensor(),
+                  need_beta ? grads.grad_beta : Tensor()};
+        });
   }
   return out;
 }

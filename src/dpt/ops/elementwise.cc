@@ -18,8 +18,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
   if (autograd::should_record({&a, &b})) {
     // The sum passes its gradient unchanged to both sides; the engine copies before it
     // accumulates, so sharing the buffer is safe.
-    autograd::record(out, "add", {&a, &b},
-                     [](const Tensor& grad_out) -> std::vector<Tensor> { return {grad_out, grad_out}; });
+    autograd::record(out, "add", {&a, &b}, [](const Tensor& grad_out) -> std::vector<Tensor> {
+      return {grad_out, grad_out};
+    });
   }
   return out;
 }

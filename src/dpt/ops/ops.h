@@ -30,8 +30,8 @@ Tensor relu(const Tensor& x);
 //   batch variance (times n / (n - 1), n = N*H*W) for running_var; needs n > 1.
 // eval: mean = running_mean, var = running_var (left unchanged).
 // Differentiable w.r.t. x, gamma and beta in both modes; the running stats get no gradient.
-Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
-                    Tensor& running_var, bool training, float momentum = 0.1f, float eps = 1e-5f);
+Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
+                    bool training, float momentum = 0.1f, float eps = 1e-5f);
 
 // x [N, in], weight [out, in], bias [out] or undefined -> [N, out]  (y = x W^T + b).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

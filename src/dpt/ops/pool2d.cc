@@ -18,10 +18,11 @@ Tensor pool2d(const Tensor& x, cpu::PoolKind kind, int kernel, int stride) {
   Tensor out = forward.out;
   if (autograd::should_record({&x})) {
     forward.out = Tensor();  // backward needs only the workspace; never hold the output itself
-    autograd::record(out, op, {&x},
-                     [forward, kind, kernel, stride, x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
-                       return {cpu::pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape)};
-                     });
+    autograd::record(
+        out, op, {&x},
+        [forward, kind, kernel, stride, x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
+          return {cpu::pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape)};
+        });
   }
   return out;
 }

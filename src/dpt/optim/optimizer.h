@@ -21,7 +21,8 @@ class SGD {
  public:
   // One parameter list per replica, in the same order on every replica.
   SGD(std::vector<std::vector<Tensor>> replica_params, SgdOptions options);
-  SGD(std::vector<Tensor> params, SgdOptions options) : SGD(std::vector<std::vector<Tensor>>{std::move(params)}, options) {}
+  SGD(std::vector<Tensor> params, SgdOptions options)
+      : SGD(std::vector<std::vector<Tensor>>{std::move(params)}, options) {}
 
   void step();
   void zero_grad();

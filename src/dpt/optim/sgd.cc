@@ -14,7 +14,8 @@ void check_learning_rate(double lr) {
 
 void sgd(const std::vector<Tensor>& params, float lr, int64_t batch_size) {
   check_learning_rate(lr);
-  if (batch_size < 1) throw std::invalid_argument("sgd: batch size must be positive, got " + std::to_string(batch_size));
+  if (batch_size < 1)
+    throw std::invalid_argument("sgd: batch size must be positive, got " + std::to_string(batch_size));
   const float scale = lr / static_cast<float>(batch_size);
   for (const Tensor& param : params) {
     const Tensor grad = param.grad();

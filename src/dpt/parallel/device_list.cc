@@ -23,11 +23,11 @@ std::vector<Device> cpu_devices(int count) {
 
 void check_cuda_present(const Device& device, int cuda_device_count) {
   if (device.index >= cuda_device_count) {
-    throw std::invalid_argument(
-        "device " + device.str() + " is not present: " +
-        (cuda_device_count == 0 ? std::string("this machine or build has no CUDA GPU")
-                                : "this machine has " + std::to_string(cuda_device_count) + " GPU(s)") +
-        "; use --devices cpu:N to train on CPU devices");
+    throw std::invalid_argument("device " + device.str() + " is not present: " +
+                                (cuda_device_count == 0
+                                     ? std::string("this machine or build has no CUDA GPU")
+                                     : "this machine has " + std::to_string(cuda_device_count) + " GPU(s)") +
+                                "; use --devices cpu:N to train on CPU devices");
   }
 }
 }  // namespace

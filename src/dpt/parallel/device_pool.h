@@ -53,7 +53,7 @@ class DevicePool {
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   const std::function<void(int)>* task_ = nullptr;
-  int only_rank_ = -1;           // -1: every worker runs the task
+  int only_rank_ = -1;            // -1: every worker runs the task
   unsigned long generation_ = 0;  // bumped for each dispatch; workers run each one once
   int pending_ = 0;
   std::exception_ptr first_error_;

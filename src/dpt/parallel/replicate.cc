@@ -40,9 +40,8 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
   }
   if (n == 0) throw std::invalid_argument("split_batch: no devices");
   if (batch < n) {
-    throw std::invalid_argument("split_batch: a batch of " + std::to_string(batch) +
-                                " examples cannot be split over " + std::to_string(n) +
-                                " devices; use a batch size of at least " + std::to_string(n) +
+    throw std::invalid_argument("split_batch: a batch of " + std::to_string(batch) + " examples cannot be split over " +
+                                std::to_string(n) + " devices; use a batch size of at least " + std::to_string(n) +
                                 " or fewer devices");
   }
   std::vector<Shard> shards;

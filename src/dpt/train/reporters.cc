@@ -40,7 +40,11 @@ double steady_seconds() {
 // ProgressBar
 
 ProgressBar::ProgressBar(std::FILE* out, bool is_terminal, int epoch, int epochs, int64_t steps, Clock clock)
-    : out_(out), terminal_(is_terminal), epoch_(epoch), epochs_(epochs), steps_(steps),
+    : out_(out),
+      terminal_(is_terminal),
+      epoch_(epoch),
+      epochs_(epochs),
+      steps_(steps),
       clock_(clock ? std::move(clock) : Clock(steady_seconds)) {
   if (out_ == nullptr) throw std::invalid_argument("ProgressBar: output stream is null");
   if (steps_ < 0) throw std::invalid_argument("ProgressBar: steps must be >= 0, got " + std::to_string(steps_));
@@ -84,9 +88,9 @@ void ProgressBar::draw() {
   const int filled = static_cast<int>(fraction * kBarWidth);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.append(static_cast<size_t>(kBarWidth - filled), '.');
-  std::string line = strprintf("epoch %d/%d [%s] %lld/%lld  loss %.3f  acc %.3f  %.1f s", epoch_, epochs_,
-                               bar.c_str(), static_cast<long long>(step_), static_cast<long long>(steps_), loss_,
-                               acc_, clock_() - start_);
+  std::string line =
+      strprintf("epoch %d/%d [%s] %lld/%lld  loss %.3f  acc %.3f  %.1f s", epoch_, epochs_, bar.c_str(),
+                static_cast<long long>(step_), static_cast<long long>(steps_), loss_, acc_, clock_() - start_);
   const size_t width = line.size();
   // Blank out whatever a longer previous line left behind.
   if (width < last_width_) line.append(last_width_ - width, ' ');
@@ -139,7 +143,7 @@ constexpr double kXPad = 14;  // keeps the first and last markers off the axes
 struct Series {
   const char* label;
   const char* color;
-  const char* dash;  // stroke-dasharray, empty for solid
+  const char* dash;    // stroke-dasharray, empty for solid
   const char* marker;  // circle | square | triangle
   double EpochStats::*field;
 };
@@ -154,12 +158,23 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -324,9 +339,9 @@ std::string svg_plot(const std::vector<EpochStats>& history, const std::string& 
 
   // Legend, right of the plot area.
   const double legend_x = kPlotRight + 16, legend_y = kPlotTop;
-  svg += strprintf(
-      "<rect x=\"%.2f\" y=\"%.2f\" width=\"118\" height=\"78\" fill=\"white\" stroke=\"#bbb\" rx=\"3\"/>\n", legend_x,
-      legend_y);
+  svg +=
+      strprintf("<rect x=\"%.2f\" y=\"%.2f\" width=\"118\" height=\"78\" fill=\"white\" stroke=\"#bbb\" rx=\"3\"/>\n",
+                legend_x, legend_y);
   for (size_t i = 0; i < std::size(kSeries); ++i) {
     const Series& s = kSeries[i];
     const double y = legend_y + 18 + 22 * static_cast<double>(i);

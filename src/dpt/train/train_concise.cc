@@ -12,7 +12,8 @@ namespace dpt::train {
 TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const data::Dataset& train_data,
                    const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch,
                    const StepCallback& on_step) {
-  if (config.epochs < 1) throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
+  if (config.epochs < 1)
+    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
   data::BatchLoader loader(train_data, config.batch_size, /*shuffle=*/true, config.seed);
   Timer timer;
   TrainHistory history;
@@ -36,8 +37,8 @@ TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const dat
     EpochStats stats = epoch_stats(epoch + 1, sum, timer.stop());
     examples_trained += sum.examples;
     net.eval();
-    stats.test_acc = static_cast<double>(net.count_correct(test_data, config.batch_size)) /
-                     static_cast<double>(test_data.size());
+    stats.test_acc =
+        static_cast<double>(net.count_correct(test_data, config.batch_size)) / static_cast<double>(test_data.size());
     history.epochs.push_back(stats);
     if (on_epoch) on_epoch(stats);
   }

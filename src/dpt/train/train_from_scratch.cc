@@ -15,7 +15,8 @@
 namespace dpt::train {
 
 void validate(const ScratchConfig& config) {
-  if (config.epochs < 1) throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
+  if (config.epochs < 1)
+    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
   if (config.batch_size < 1) {
     throw std::invalid_argument("--batch-size must be positive, got " + std::to_string(config.batch_size));
   }

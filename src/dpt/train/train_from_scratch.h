@@ -25,7 +25,7 @@ struct ScratchConfig {
   float lr = 0.2f;
   uint64_t seed = 0;  // parameter init and shuffling
   std::vector<Device> devices{Device::cpu(0)};
-  std::string allreduce = "ring";          // naive | ring
+  std::string allreduce = "ring";           // naive | ring
   int cores = parallel::available_cores();  // split between the CPU devices
 };
 

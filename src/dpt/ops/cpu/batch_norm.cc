@@ -91,8 +91,7 @@ BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, cons
     // leave the latter out).
     const batch_normalization_backward::desc desc(dnnl::prop_kind::backward, layout, layout, eps,
                                                   bn_flags(use_batch_stats));
-    batch_normalization_backward::primitive_desc pd(desc, engine(),
-                                                    forward_primitive(layout, use_batch_stats, eps).pd);
+    batch_normalization_backward::primitive_desc pd(desc, engine(), forward_primitive(layout, use_batch_stats, eps).pd);
     return Primitive{pd, batch_normalization_backward(pd)};
   });
 

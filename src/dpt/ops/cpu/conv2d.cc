@@ -104,10 +104,10 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
   auto& prim = cached<Primitive>(key, [&] {
     const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape());
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-    const auto desc = with_bias ? convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x,
-                                                                     d.weight, d.bias, d.out, strides, padding, padding)
-                                : convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x,
-                                                                     d.weight, d.out, strides, padding, padding);
+    const auto desc = with_bias ? convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x, d.weight,
+                                                                     d.bias, d.out, strides, padding, padding)
+                                : convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x, d.weight,
+                                                                     d.out, strides, padding, padding);
     convolution_backward_weights::primitive_desc pd(
         desc, engine(), forward_primitive(x.shape(), grad_weight.shape(), grad_out.shape(), with_bias, g).pd);
     return Primitive{pd, convolution_backward_weights(pd)};

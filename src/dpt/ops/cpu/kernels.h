@@ -12,8 +12,7 @@ struct ConvGeometry {
 };
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
                       const Shape& out_shape);
-Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape,
-                            ConvGeometry geometry);
+Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape, ConvGeometry geometry);
 // Fills grad_weight and (when defined) grad_bias.
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                              const Tensor& grad_bias, ConvGeometry geometry);

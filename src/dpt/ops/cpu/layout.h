@@ -19,8 +19,8 @@ namespace dpt::ops::cpu {
 // oneDNN memory for a tensor's data in the layout `wanted`: the tensor's own storage when
 // it already is in `wanted`, else a reordered copy that lives in `scratch`. `plain` is
 // the tensor's plain layout (e.g. nchw of its shape).
-dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& plain,
-                             const dnnl::memory::desc& wanted, Tensor& scratch);
+dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
+                             Tensor& scratch);
 
 // A new tensor of `shape` whose storage is laid out as `wanted` (plain when `wanted`
 // equals `plain`), and the oneDNN memory over it for a primitive to write.

@@ -26,9 +26,9 @@ struct LinearForward {
 const LinearForward& forward_primitive(const Shape& x, const Shape& weight, bool with_bias) {
   return cached<LinearForward>(cache_key("linear_fwd", x, weight, with_bias), [&] {
     const LinearDescs d = linear_descs(x, weight);
-    const auto desc = with_bias ? inner_product_forward::desc(dnnl::prop_kind::forward_training, d.x, d.weight,
-                                                              d.bias, d.out)
-                                : inner_product_forward::desc(dnnl::prop_kind::forward_training, d.x, d.weight, d.out);
+    const auto desc = with_bias
+                          ? inner_product_forward::desc(dnnl::prop_kind::forward_training, d.x, d.weight, d.bias, d.out)
+                          : inner_product_forward::desc(dnnl::prop_kind::forward_training, d.x, d.weight, d.out);
     inner_product_forward::primitive_desc pd(desc, engine());
     return LinearForward{pd, inner_product_forward(pd)};
   });

@@ -33,9 +33,8 @@ const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind 
       cache_key("pool_fwd", x, out, static_cast<int>(kind), w.kernel_h, w.kernel_w, w.stride_h, w.stride_w);
   return cached<PoolForward>(key, [&] {
     const pooling_forward::desc desc(dnnl::prop_kind::forward_training, pool_algorithm(kind),
-                                     plain_desc(x, blocked_activation_tag()),
-                                     plain_desc(out, blocked_activation_tag()), {w.stride_h, w.stride_w},
-                                     {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
+                                     plain_desc(x, blocked_activation_tag()), plain_desc(out, blocked_activation_tag()),
+                                     {w.stride_h, w.stride_w}, {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
     pooling_forward::primitive_desc pd(desc, engine());
     return PoolForward{pd, pooling_forward(pd)};
   });
@@ -70,8 +69,8 @@ Tensor pool_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind
                                     w.kernel_w, w.stride_h, w.stride_w);
   auto& prim = cached<Primitive>(key, [&] {
     const pooling_backward::desc desc(pool_algorithm(kind), plain_desc(x_shape, blocked_activation_tag()),
-                                      plain_desc(grad_out.shape(), blocked_activation_tag()),
-                                      {w.stride_h, w.stride_w}, {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
+                                      plain_desc(grad_out.shape(), blocked_activation_tag()), {w.stride_h, w.stride_w},
+                                      {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
     pooling_backward::primitive_desc pd(desc, engine(), forward_primitive(x_shape, grad_out.shape(), kind, w).pd);
     return Primitive{pd, pooling_backward(pd)};
   });
