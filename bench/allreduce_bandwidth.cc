@@ -8,15 +8,14 @@
 #include <vector>
 
 #include "dpt/parallel/communicator.h"
+#include "dpt/parallel/device_list.h"
 #include "dpt/parallel/device_pool.h"
 
 using namespace dpt;
 
 namespace {
 double seconds_per_allreduce(const std::string& algorithm, int devices, size_t bytes) {
-  std::vector<Device> cpus;
-  for (int i = 0; i < devices; ++i) cpus.push_back(Device::cpu(i));
-  parallel::DevicePool pool(cpus, devices);
+  parallel::DevicePool pool(parallel::cpu_devices(devices), devices);
   auto comm = parallel::make_in_process_communicator(algorithm, devices);
   const size_t count = bytes / sizeof(float);
   std::vector<std::vector<float>> buffers(devices, std::vector<float>(count, 1.0f));

@@ -31,6 +31,7 @@
 #include "dpt/ops/ops.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/data_parallel.h"
+#include "dpt/parallel/device_list.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/train/train_concise.h"
 #include "test_support.h"
@@ -43,24 +44,8 @@ namespace nn = dpt::nn;
 namespace optim = dpt::optim;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-
-std::vector<Device> cpu_devices(int n) {
-  std::vector<Device> devices;
-  for (int i = 0; i < n; ++i) devices.push_back(Device::cpu(i));
-  return devices;
-}
+using dpt::parallel::cpu_devices;
+using dpt::testing_support::kThreadSanitizer;
 
 // One core per device: no OpenMP team (TSan-clean), and N devices never oversubscribe.
 DataParallel make_parallel(std::unique_ptr<nn::Module> net, int devices, const std::string& allreduce = "ring") {

@@ -51,18 +51,8 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
+using dpt::parallel::cpu_devices;
+using dpt::testing_support::kThreadSanitizer;
 
 // Generous: the work inside is milliseconds; only a hang (a rank never released) gets near.
 constexpr auto kHangTimeout = kThreadSanitizer ? 120s : 30s;
@@ -82,12 +72,6 @@ void run_with_timeout(std::chrono::seconds timeout, F body) {
     std::_Exit(1);
   }
   done.get();  // rethrows what body threw
-}
-
-std::vector<Device> cpu_devices(int n) {
-  std::vector<Device> devices;
-  for (int i = 0; i < n; ++i) devices.push_back(Device::cpu(i));
-  return devices;
 }
 
 std::vector<float> random_floats(size_t count, uint64_t seed) {

@@ -51,15 +51,6 @@ std::string read_all(const fs::path& file) {
   return ss.str();
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "<no runtime_error>";
-}
-
 EpochStats stats(int epoch, double loss, double train_acc, double test_acc) {
   EpochStats s;
   s.epoch = epoch;
@@ -192,7 +183,7 @@ TEST(MetricsWriter, TruncatesAnOldFile) {
 TEST(MetricsWriter, UnwritablePathThrowsNamingThePathAndTheReason) {
   TempDir dir;
   const fs::path file = dir.path() / "no_such_dir" / "metrics.jsonl";
-  const std::string message = error_of([&] { MetricsWriter writer(file); });
+  const std::string message = dpt::testing_support::error_of<std::runtime_error>([&] { MetricsWriter writer(file); });
   EXPECT_THAT(message, HasSubstr(file.string()));
   EXPECT_THAT(message, HasSubstr("No such file or directory"));
 }
@@ -290,7 +281,8 @@ TEST(SvgPlot, WritesTheFile) {
 TEST(SvgPlot, UnwritablePathThrowsNamingThePath) {
   TempDir dir;
   const fs::path file = dir.path() / "no_such_dir" / "plot.svg";
-  const std::string message = error_of([&] { write_svg_plot(file, history(3), "run"); });
+  const std::string message =
+      dpt::testing_support::error_of<std::runtime_error>([&] { write_svg_plot(file, history(3), "run"); });
   EXPECT_THAT(message, HasSubstr(file.string()));
   EXPECT_THAT(message, HasSubstr("No such file or directory"));
 }

@@ -14,20 +14,12 @@
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
+#include "test_support.h"
 
 using namespace dpt;
 using testing::HasSubstr;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-}  // namespace
+using dpt::testing_support::error_of;
 
 TEST(LeNet, ParametersFollowTheLesson) {
   const std::vector<Tensor> params = nn::lenet_params(7);

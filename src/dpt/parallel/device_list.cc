@@ -15,12 +15,6 @@ bool parse_count(std::string_view text, int& count) {
   return !text.empty() && ec == std::errc() && ptr == end;
 }
 
-std::vector<Device> cpu_devices(int count) {
-  std::vector<Device> devices;
-  for (int i = 0; i < count; ++i) devices.push_back(Device::cpu(i));
-  return devices;
-}
-
 void check_cuda_present(const Device& device, int cuda_device_count) {
   if (device.index >= cuda_device_count) {
     throw std::invalid_argument("device " + device.str() + " is not present: " +
@@ -31,6 +25,12 @@ void check_cuda_present(const Device& device, int cuda_device_count) {
   }
 }
 }  // namespace
+
+std::vector<Device> cpu_devices(int count) {
+  std::vector<Device> devices;
+  for (int i = 0; i < count; ++i) devices.push_back(Device::cpu(i));
+  return devices;
+}
 
 std::vector<Device> parse_device_list(std::string_view text, int cuda_device_count) {
   const std::string whole(text);

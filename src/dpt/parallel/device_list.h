@@ -17,4 +17,7 @@ namespace dpt::parallel {
 // CUDA device is named that this machine or build does not have (`cuda_device_count`).
 std::vector<Device> parse_device_list(std::string_view text, int cuda_device_count);
 
+// cpu:0 .. cpu:count-1.
+std::vector<Device> cpu_devices(int count);
+
 }  // namespace dpt::parallel
