@@ -7,6 +7,11 @@ packages=(
   build-essential cmake pkg-config
   libdnnl-dev zlib1g-dev libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev
   dataset-fashion-mnist
+  # oneDNN's CMake package config looks for OpenCL (its GPU runtime); libdnnl-dev only
+  # recommends it, so --no-install-recommends would leave find_package(dnnl) failing.
+  ocl-icd-opencl-dev
+  # One process per device over MPI (`mpirun ... dptrain train --dist mpi`) and its tests.
+  libopenmpi-dev openmpi-bin
 )
 # The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
 # libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.

@@ -10,6 +10,7 @@ namespace dpt::autograd {
 
 namespace {
 thread_local bool t_grad_enabled = true;
+thread_local const GradReadyHook* t_grad_ready_hook = nullptr;
 
 // out += in, elementwise; both f32 of equal size.
 void add_into(const Tensor& out, const Tensor& in) {
@@ -50,6 +51,11 @@ std::vector<Node*> reverse_topological_order(Node* root) {
 
 bool grad_enabled() { return t_grad_enabled; }
 
+GradReadyHookGuard::GradReadyHookGuard(GradReadyHook hook) : hook_(std::move(hook)), previous_(t_grad_ready_hook) {
+  t_grad_ready_hook = &hook_;
+}
+GradReadyHookGuard::~GradReadyHookGuard() { t_grad_ready_hook = previous_; }
+
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
 
@@ -85,14 +91,38 @@ void backward(const Tensor& root) {
       root.impl()->grad = seed.impl_ptr();
     else
       add_into(Tensor(root.impl()->grad), seed);
+    if (t_grad_ready_hook && root.requires_grad()) (*t_grad_ready_hook)(root);
     return;
   }
 
+  const std::vector<Node*> order = reverse_topological_order(root.impl()->grad_fn.get());
+  // With a grad-ready hook: how many recorded uses of each leaf are still to be walked. A
+  // leaf's gradient is final once the last node using it is done (or skipped).
+  const GradReadyHook* hook = t_grad_ready_hook;
+  std::unordered_map<TensorImpl*, int> uses_left;
+  if (hook) {
+    for (Node* node : order) {
+      for (const auto& input : node->inputs) {
+        if (input && !input->grad_fn && input->requires_grad) ++uses_left[input.get()];
+      }
+    }
+  }
+  const auto leaf_uses_done = [&](Node* node) {
+    if (!hook) return;
+    for (const auto& input : node->inputs) {
+      if (!input || input->grad_fn || !input->requires_grad) continue;
+      if (--uses_left[input.get()] == 0) (*hook)(Tensor(input));
+    }
+  };
+
   std::unordered_map<Node*, Tensor> grad_of_output{{root.impl()->grad_fn.get(), seed}};
   std::unordered_set<Node*> owned_sums;
-  for (Node* node : reverse_topological_order(root.impl()->grad_fn.get())) {
+  for (Node* node : order) {
     auto found = grad_of_output.find(node);
-    if (found == grad_of_output.end()) continue;  // no gradient flowed here
+    if (found == grad_of_output.end()) {  // no gradient flowed here
+      leaf_uses_done(node);
+      continue;
+    }
     const Tensor grad_output = std::move(found->second);
     grad_of_output.erase(found);
     std::vector<Tensor> grads = node->backward(grad_output);
@@ -121,6 +151,7 @@ void backward(const Tensor& root) {
         }
       }
     }
+    leaf_uses_done(node);
   }
 }
 

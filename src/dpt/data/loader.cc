@@ -30,6 +30,15 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
 
 }  // namespace
 
+RowRange shard_rows(int64_t rows, int64_t count, int64_t index) {
+  if (count < 1 || index < 0 || index >= count) {
+    throw std::out_of_range("shard " + std::to_string(index) + " of " + std::to_string(count) + " does not exist");
+  }
+  const int64_t base = rows / count, extra = rows % count;
+  const int64_t begin = index * base + std::min(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> order(static_cast<size_t>(std::max<int64_t>(n, 0)));
   std::iota(order.begin(), order.end(), int64_t{0});
@@ -52,6 +61,12 @@ BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, 
   order_ = epoch_order(num_examples(), shuffle_, seed_, epoch_);
 }
 
+void BatchLoader::set_shard(int64_t index, int64_t count) {
+  shard_rows(batch_size_, count, index);  // throws for a shard that does not exist
+  shard_index_ = index;
+  shard_count_ = count;
+}
+
 void BatchLoader::seek(int64_t epoch, int64_t batch_index) {
   if (epoch < 0) {
     throw std::out_of_range("epoch must be non-negative, got " + std::to_string(epoch));
@@ -70,8 +85,10 @@ void BatchLoader::seek(int64_t epoch, int64_t batch_index) {
 
 bool BatchLoader::next(Batch& out) {
   if (batch_offset_ >= num_batches()) return false;
-  const int64_t begin = batch_offset_ * batch_size_;
-  const int64_t count = std::min(batch_size_, num_examples() - begin);
+  const int64_t global_count = std::min(batch_size_, num_examples() - batch_offset_ * batch_size_);
+  const RowRange shard = shard_rows(global_count, shard_count_, shard_index_);
+  const int64_t begin = batch_offset_ * batch_size_ + shard.begin;
+  const int64_t count = shard.size();
   const int64_t image_size = data_->rows * data_->cols;
 
   Tensor images = Tensor::empty({count, 1, data_->rows, data_->cols}, DType::f32);
@@ -87,6 +104,7 @@ bool BatchLoader::next(Batch& out) {
   }
   out.images = std::move(images);
   out.labels = std::move(labels);
+  out.global_size = global_count;
   ++batch_offset_;
   return true;
 }

@@ -14,7 +14,21 @@ namespace dpt::data {
 struct Batch {
   Tensor images;  // f32 [B, 1, rows, cols], pixel / 255
   Tensor labels;  // i64 [B]
+  // Examples in the global batch this one is a shard of (== B unless the loader is
+  // sharded): what the SGD step divides by.
+  int64_t global_size = 0;
 };
+
+// Rows [begin, end) of shard `index` when `rows` rows are cut into `count` shards as evenly
+// as possible, the first rows % count shards one row longer (256 over 3: 86/85/85). The one
+// rule both parallel::split_batch (devices of one process) and a sharded BatchLoader (one
+// process per device) follow, so N processes see exactly the shards N devices would.
+struct RowRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+RowRange shard_rows(int64_t rows, int64_t count, int64_t index);
 
 // The order in which epoch `epoch` visits examples 0..n-1: the identity without shuffling,
 // otherwise a hand-written Fisher-Yates shuffle driven by std::mt19937_64 (whose output
@@ -39,12 +53,21 @@ class BatchLoader {
   // position a checkpoint stores and seek() restores.
   int64_t batch_offset() const { return batch_offset_; }
 
+  // Distributed sampling: from now on next() yields only shard `index` of `count` of every
+  // global batch (shard_rows), while the global order stays that of (seed, epoch), so every
+  // process of a job that uses the same seed reads its own, disjoint part of the same batch.
+  // A shard can be empty when the global batch has fewer than `count` examples.
+  void set_shard(int64_t index, int64_t count);
+  int64_t shard_index() const { return shard_index_; }
+  int64_t shard_count() const { return shard_count_; }
+
   void start_epoch(int64_t epoch) { seek(epoch, 0); }
   // Positions the loader before batch `batch_index` (0..num_batches()) of `epoch` (>= 0);
   // throws std::out_of_range otherwise.
   void seek(int64_t epoch, int64_t batch_index);
   // Fills `out` with fresh tensors (earlier batches stay valid) and advances; returns
-  // false, leaving `out` untouched, once the epoch's batches are used up.
+  // false, leaving `out` untouched, once the epoch's batches are used up. Sharded, `out`
+  // holds this shard's rows only (possibly none) and out.global_size the whole batch's.
   bool next(Batch& out);
 
  private:
@@ -54,6 +77,8 @@ class BatchLoader {
   uint64_t seed_;
   int64_t epoch_ = 0;
   int64_t batch_offset_ = 0;
+  int64_t shard_index_ = 0;
+  int64_t shard_count_ = 1;
   std::vector<int64_t> order_;
 };
 

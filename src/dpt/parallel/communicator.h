@@ -40,6 +40,18 @@ class Communicator {
   virtual size_t bytes_received(int rank) const = 0;
 };
 
+// This process's place in a multi-process job (one device per process, e.g. under mpirun):
+// the communicator whose ranks are the job's processes, and this process's rank. The
+// default, without a communicator, is one process whose devices are all the ranks.
+struct ProcessGroup {
+  std::shared_ptr<Communicator> comm;
+  int rank = 0;
+
+  bool distributed() const { return comm != nullptr; }
+  int size() const { return comm ? comm->size() : 1; }
+  bool is_root() const { return rank == 0; }
+};
+
 // In-process backends for ranks that are threads of this process:
 //   "naive": the lesson's allreduce: rank 0 sums every buffer into its own, then every
 //            rank copies the result back.

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/data/loader.h"
+
 namespace dpt::parallel {
 
 std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device) {
@@ -45,11 +47,10 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
                                 " or fewer devices");
   }
   std::vector<Shard> shards;
-  int64_t begin = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t rows = batch / n + (i < batch % n ? 1 : 0);
-    shards.push_back({copy_rows(X, begin, rows, devices[i]), copy_rows(y, begin, rows, devices[i])});
-    begin += rows;
+    const data::RowRange rows = data::shard_rows(batch, n, i);
+    shards.push_back(
+        {copy_rows(X, rows.begin, rows.size(), devices[i]), copy_rows(y, rows.begin, rows.size(), devices[i])});
   }
   return shards;
 }

@@ -1,0 +1,322 @@
+// The MPI backend. Collectives are built from nonblocking point-to-point messages
+// (MPI_Isend / MPI_Irecv) rather than MPI_Allreduce, for two reasons: the ring's traffic is
+// then exactly the algorithm's and can be counted as it arrives, and every wait can poll
+// against a deadline, where a blocking MPI call would wait for a dead peer forever. The
+// ring does the same additions in the same order as the in-process ring, so N processes
+// compute bit for bit what one process on N devices computes.
+#include "dpt/parallel/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dpt::parallel {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Element range [begin, end) of chunk c when `count` elements are cut into n near-equal
+// parts, the first count % n one larger: the in-process ring's chunks.
+std::pair<size_t, size_t> chunk_range(int c, size_t count, int n) {
+  const size_t parts = static_cast<size_t>(n), index = static_cast<size_t>(c);
+  const size_t base = count / parts, extra = count % parts;
+  const size_t begin = index * base + std::min(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+int mpi_count(size_t count) {
+  if (count > static_cast<size_t>(INT_MAX)) {
+    throw std::invalid_argument("MPI message of " + std::to_string(count) + " floats exceeds INT_MAX elements");
+  }
+  return static_cast<int>(count);
+}
+
+// A fault for the fault tests, injected from the environment: DPT_TEST_MPI_FAULT=R:K:MODE
+// makes rank R, on entering its K-th allreduce (1-based), either exit at once without
+// MPI_Finalize (MODE exit: a crashed process) or stop responding (MODE hang: a stuck one).
+struct InjectedFault {
+  int rank = -1;
+  long call = 0;
+  std::string mode;
+
+  static InjectedFault from_environment() {
+    InjectedFault fault;
+    const char* spec = std::getenv("DPT_TEST_MPI_FAULT");
+    if (!spec || !*spec) return fault;
+    char mode[16] = {};
+    if (std::sscanf(spec, "%d:%ld:%15s", &fault.rank, &fault.call, mode) != 3 ||
+        (std::strcmp(mode, "exit") != 0 && std::strcmp(mode, "hang") != 0)) {
+      throw std::invalid_argument("DPT_TEST_MPI_FAULT must be RANK:CALL:exit or RANK:CALL:hang, got '" +
+                                  std::string(spec) + "'");
+    }
+    fault.mode = mode;
+    return fault;
+  }
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(const std::string& algorithm, double timeout_seconds)
+      : algorithm_(algorithm),
+        timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
+        fault_(InjectedFault::from_environment()) {
+    if (algorithm != "ring" && algorithm != "naive") {
+      throw std::invalid_argument("unknown allreduce algorithm '" + algorithm + "': expected naive or ring");
+    }
+    if (!(timeout_seconds > 0)) {
+      throw std::invalid_argument("--collective-timeout must be > 0 seconds, got " + std::to_string(timeout_seconds));
+    }
+    // Our own communicator: our messages can never match another library's.
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  int size() const override { return size_; }
+  std::string name() const override { return "mpi " + algorithm_; }
+
+  void allreduce_sum(int rank, float* data, size_t count) override {
+    check_rank(rank);
+    std::lock_guard lock(mutex_);
+    throw_if_aborted();
+    inject_fault_if_due();
+    if (size_ == 1) return;
+    if (algorithm_ == "ring") {
+      ring_allreduce(data, count);
+    } else {
+      naive_allreduce(data, count);
+    }
+  }
+
+  void broadcast(int rank, float* data, size_t count, int root) override {
+    check_rank(rank);
+    std::lock_guard lock(mutex_);
+    throw_if_aborted();
+    if (size_ == 1) return;
+    if (rank_ == root) {
+      std::vector<MPI_Request> sends(static_cast<size_t>(size_ - 1));
+      size_t i = 0;
+      for (int peer = 0; peer < size_; ++peer) {
+        if (peer != root) MPI_Isend(data, mpi_count(count), MPI_FLOAT, peer, kBroadcastTag, comm_, &sends[i++]);
+      }
+      wait_all(sends, "broadcast", -1, 0);
+    } else {
+      std::vector<MPI_Request> recv(1);
+      MPI_Irecv(data, mpi_count(count), MPI_FLOAT, root, kBroadcastTag, comm_, &recv[0]);
+      wait_all(recv, "broadcast", root, 1);
+    }
+  }
+
+  void barrier(int rank) override {
+    check_rank(rank);
+    std::lock_guard lock(mutex_);
+    throw_if_aborted();
+    std::vector<MPI_Request> request(1);
+    MPI_Ibarrier(comm_, &request[0]);
+    wait_all(request, "barrier", -1, 0);
+  }
+
+  void abort(const std::string& reason) override {
+    {
+      std::lock_guard lock(reason_mutex_);
+      if (reason_.empty()) reason_ = reason;
+    }
+    aborted_.store(true);
+  }
+
+  size_t bytes_received(int rank) const override {
+    check_rank(rank);
+    return bytes_received_.load();
+  }
+
+ private:
+  static constexpr int kRingTag = 1;
+  static constexpr int kNaiveTag = 2;
+  static constexpr int kBroadcastTag = 3;
+
+  // Reduce-scatter then all-gather; step s of each exchanges one chunk with each neighbour.
+  void ring_allreduce(float* data, size_t count) {
+    const int n = size_, left = (rank_ - 1 + n) % n, right = (rank_ + 1) % n;
+    std::vector<float>& incoming = scratch_;
+    incoming.resize(chunk_range(0, count, n).second);  // chunk 0 is a largest one
+    std::vector<MPI_Request> requests(2);
+    // Reduce-scatter: send chunk (rank - s) on, add chunk (rank - 1 - s) from the left into
+    // ours. After n - 1 steps this rank holds the full sum of chunk rank + 1.
+    for (int step = 0; step < n - 1; ++step) {
+      const auto [send_begin, send_end] = chunk_range((rank_ - step + n) % n, count, n);
+      const auto [recv_begin, recv_end] = chunk_range((rank_ - 1 - step + 2 * n) % n, count, n);
+      MPI_Irecv(incoming.data(), mpi_count(recv_end - recv_begin), MPI_FLOAT, left, kRingTag, comm_, &requests[0]);
+      MPI_Isend(data + send_begin, mpi_count(send_end - send_begin), MPI_FLOAT, right, kRingTag, comm_, &requests[1]);
+      wait_all(requests, "allreduce (ring reduce-scatter)", left, 1);
+      float* sum = data + recv_begin;
+      for (size_t i = 0, len = recv_end - recv_begin; i < len; ++i) sum[i] += incoming[i];
+    }
+    // All-gather: pass the finished chunks around; chunk (rank - s) arrives from the left.
+    for (int step = 0; step < n - 1; ++step) {
+      const auto [send_begin, send_end] = chunk_range((rank_ + 1 - step + n) % n, count, n);
+      const auto [recv_begin, recv_end] = chunk_range((rank_ - step + n) % n, count, n);
+      MPI_Irecv(data + recv_begin, mpi_count(recv_end - recv_begin), MPI_FLOAT, left, kRingTag, comm_, &requests[0]);
+      MPI_Isend(data + send_begin, mpi_count(send_end - send_begin), MPI_FLOAT, right, kRingTag, comm_, &requests[1]);
+      wait_all(requests, "allreduce (ring all-gather)", left, 1);
+    }
+  }
+
+  // The lesson's: rank 0 adds every rank's buffer into its own in rank order, then sends
+  // the sum to everyone (as the in-process naive backend, so the sums agree bit for bit).
+  void naive_allreduce(float* data, size_t count) {
+    std::vector<MPI_Request> request(1);
+    if (rank_ == 0) {
+      scratch_.resize(count);
+      for (int peer = 1; peer < size_; ++peer) {
+        MPI_Irecv(scratch_.data(), mpi_count(count), MPI_FLOAT, peer, kNaiveTag, comm_, &request[0]);
+        wait_all(request, "allreduce (naive gather)", peer, 1);
+        for (size_t i = 0; i < count; ++i) data[i] += scratch_[i];
+      }
+      std::vector<MPI_Request> sends(static_cast<size_t>(size_ - 1));
+      for (int peer = 1; peer < size_; ++peer) {
+        MPI_Isend(data, mpi_count(count), MPI_FLOAT, peer, kNaiveTag, comm_, &sends[peer - 1]);
+      }
+      wait_all(sends, "allreduce (naive scatter)", -1, 0);
+    } else {
+      MPI_Isend(data, mpi_count(count), MPI_FLOAT, 0, kNaiveTag, comm_, &request[0]);
+      wait_all(request, "allreduce (naive gather)", 0, 0);
+      MPI_Irecv(data, mpi_count(count), MPI_FLOAT, 0, kNaiveTag, comm_, &request[0]);
+      wait_all(request, "allreduce (naive scatter)", 0, 1);
+    }
+  }
+
+  // Polls `requests` until all completed, counting the bytes received. Spins briefly (a
+  // peer that is ready answers within microseconds), then sleeps between polls so that a
+  // rank waiting for a slower peer leaves the core to the compute thread. `peer`: the rank
+  // waited for, named in the timeout message (-1: several). The first `receives` requests
+  // are receives, whose bytes are counted.
+  void wait_all(std::vector<MPI_Request>& requests, const char* what, int peer, size_t receives) {
+    const Clock::time_point deadline = Clock::now() + timeout_;
+    std::vector<MPI_Status> statuses(requests.size());
+    for (long polls = 0;; ++polls) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
+      if (done) break;
+      throw_if_aborted();
+      if (Clock::now() > deadline) {
+        const double seconds = std::chrono::duration<double>(timeout_).count();
+        throw CollectiveTimeout("MPI " + std::string(what) + " on rank " + std::to_string(rank_) + " of " +
+                                std::to_string(size_) + " timed out after " + format_seconds(seconds) +
+                                " s waiting for " +
+                                (peer >= 0 ? "rank " + std::to_string(peer) : std::string("the other ranks")) +
+                                ", which has died or hangs (--collective-timeout sets the limit)");
+      }
+      if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    // What actually arrived, as MPI reports it (a send's status carries no count).
+    for (size_t i = 0; i < receives; ++i) {
+      int bytes = 0;
+      if (MPI_Get_count(&statuses[i], MPI_BYTE, &bytes) == MPI_SUCCESS && bytes > 0) {
+        bytes_received_.fetch_add(static_cast<size_t>(bytes));
+      }
+    }
+  }
+
+  static std::string format_seconds(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", seconds);
+    return text;
+  }
+
+  void check_rank(int rank) const {
+    if (rank != rank_) {
+      throw std::invalid_argument("MPI communicator of rank " + std::to_string(rank_) + " called as rank " +
+                                  std::to_string(rank));
+    }
+  }
+
+  void throw_if_aborted() const {
+    if (!aborted_.load()) return;
+    std::lock_guard lock(reason_mutex_);
+    throw CollectiveAborted("collective aborted: " + reason_);
+  }
+
+  void inject_fault_if_due() {
+    ++allreduce_calls_;
+    if (fault_.rank != rank_ || fault_.call != allreduce_calls_) return;
+    std::fprintf(stderr, "dptrain: rank %d: DPT_TEST_MPI_FAULT: %s in allreduce %ld (a test of fault handling)\n",
+                 rank_, fault_.mode == "exit" ? "exiting without MPI_Finalize" : "hanging", allreduce_calls_);
+    std::fflush(stderr);
+    if (fault_.mode == "exit") std::_Exit(3);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+
+  const std::string algorithm_;
+  const Clock::duration timeout_;
+  const InjectedFault fault_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  std::mutex mutex_;  // one collective at a time per process, whichever thread calls
+  std::vector<float> scratch_;
+  long allreduce_calls_ = 0;
+  std::atomic<size_t> bytes_received_{0};
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex reason_mutex_;
+  std::string reason_;
+};
+
+}  // namespace
+
+bool mpi_built_in() { return true; }
+
+MpiRuntime::MpiRuntime() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) throw std::logic_error("MpiRuntime: MPI is already initialised in this process");
+  int provided = 0;
+  // Buckets are allreduced on a communication thread while the compute thread runs
+  // backward; the communicator's mutex keeps the calls one at a time.
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    throw std::runtime_error("this MPI library cannot be called from several threads (MPI_THREAD_SERIALIZED)");
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  host_.assign(name, static_cast<size_t>(length));
+}
+
+MpiRuntime::~MpiRuntime() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+std::shared_ptr<Communicator> MpiRuntime::communicator(const std::string& algorithm, double timeout_seconds) const {
+  return std::make_shared<MpiCommunicator>(algorithm, timeout_seconds);
+}
+
+void MpiRuntime::abort_job(int exit_code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; in case it does
+}
+
+}  // namespace dpt::parallel
