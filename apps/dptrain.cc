@@ -4,18 +4,22 @@
 //   --api concise   any model in DataParallel with optim::SGD and train(), printing
 //                   "loss L, train acc A, test acc T" and "N examples/sec on [devices]"
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/checkpoint/checkpoint_summary.h"
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/train/reporters.h"
+#include "dpt/train/stop_request.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
 
@@ -41,6 +45,11 @@ struct Flags {
   int64_t test_limit = 0;
   std::string metrics_file;
   std::string plot_file;
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  int keep_checkpoints = 2;
+  bool resume = false;
+  std::string on_nan = "stop";
 };
 
 void add_train_flags(CLI::App& train, Flags& f) {
@@ -79,6 +88,21 @@ void add_train_flags(CLI::App& train, Flags& f) {
   train.add_option("--cores", f.cores, "CPU cores to split between the CPU devices")->capture_default_str();
   train.add_option("--metrics", f.metrics_file, "Write one JSON line per epoch to this file");
   train.add_option("--plot", f.plot_file, "Draw train loss, train acc and test acc per epoch into this SVG file");
+  train.add_option("--checkpoint-dir", f.checkpoint_dir,
+                   "Write a checkpoint (parameters, optimizer, data position) here after every epoch; "
+                   "SIGINT/SIGTERM also write one before exiting");
+  train
+      .add_option("--checkpoint-every", f.checkpoint_every, "Also write a checkpoint every N steps (0: per epoch only)")
+      ->capture_default_str();
+  train.add_option("--keep-checkpoints", f.keep_checkpoints, "How many of the newest checkpoints to keep")
+      ->capture_default_str();
+  train.add_flag("--resume", f.resume,
+                 "Continue from the newest intact checkpoint in --checkpoint-dir (same settings: the result is "
+                 "bit for bit that of an uninterrupted run on the same devices)");
+  train
+      .add_option("--on-nan", f.on_nan, "A NaN/Inf loss or gradient: stop with the step and layer, or skip the update")
+      ->check(CLI::IsMember({"stop", "skip"}))
+      ->capture_default_str();
 }
 
 // Throws with the flag's name for combinations that cannot work.
@@ -107,7 +131,26 @@ class Reporting {
   Reporting(const Flags& f, const std::vector<Device>& devices)
       : flags_(f), terminal_(train::ProgressBar::is_terminal(stdout)) {
     for (const Device& d : devices) device_names_.push_back(d.str());
-    if (!f.metrics_file.empty()) metrics_.emplace(f.metrics_file);
+    // A resumed run adds its epochs to the metrics of the run it continues.
+    if (!f.metrics_file.empty()) metrics_.emplace(f.metrics_file, /*append=*/f.resume);
+  }
+
+  void on_resume(const train::ResumeInfo& info) {
+    std::string written_on;
+    for (const std::string& d : info.written_on) written_on += (written_on.empty() ? "" : ", ") + d;
+    std::printf("resuming from %s: epoch %lld, batch %lld (%lld steps taken, written on [%s])\n", info.file.c_str(),
+                static_cast<long long>(info.position.epoch + 1), static_cast<long long>(info.position.batch_offset),
+                static_cast<long long>(info.position.global_step), written_on.c_str());
+    std::fflush(stdout);
+    history_ = info.history;  // the plot shows the whole run
+  }
+
+  void warn(const std::string& message) {
+    if (bar_) {
+      bar_->finish();
+      bar_.reset();
+    }
+    std::fprintf(stderr, "dptrain: warning: %s\n", message.c_str());
   }
 
   void on_step(int epoch, int64_t step, int64_t steps, double loss, double acc) {
@@ -140,6 +183,20 @@ class Reporting {
     return [this](const train::EpochStats& s) { on_epoch(s); };
   }
 
+  // The reliability options, reporting through this object.
+  train::RunOptions run_options() {
+    train::RunOptions run;
+    run.checkpoint_dir = flags_.checkpoint_dir;
+    run.checkpoint_every = flags_.checkpoint_every;
+    run.keep_checkpoints = flags_.keep_checkpoints;
+    run.resume = flags_.resume;
+    run.on_nan = train::parse_on_nan(flags_.on_nan);
+    run.stop_signal = train::stop_signal;
+    run.warn = [this](const std::string& m) { warn(m); };
+    run.on_resume = [this](const train::ResumeInfo& info) { on_resume(info); };
+    return run;
+  }
+
  private:
   const Flags& flags_;
   bool terminal_;
@@ -160,8 +217,10 @@ int run_train(Flags& f) {
   scratch.devices = devices;
   scratch.allreduce = f.allreduce;
   scratch.cores = f.cores;
-  train::validate(scratch);
   Reporting reporting(f, devices);  // opens the metrics file now: a bad path fails before training
+  scratch.run = reporting.run_options();
+  train::validate(scratch);
+  train::validate(scratch.run);
 
   const data::Dataset train_data = load_split(f, data::Split::train, f.train_limit);
   const data::Dataset test_data = load_split(f, data::Split::test, f.test_limit);
@@ -173,6 +232,7 @@ int run_train(Flags& f) {
       f.allreduce.c_str(), static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
       f.data_dir.c_str(), static_cast<long long>(f.batch_size), f.lr, f.epochs);
   std::fflush(stdout);
+  train::install_stop_handlers();
 
   if (f.api == "scratch") {
     const train::TrainSummary summary = train::train_lenet_from_scratch(
@@ -187,12 +247,17 @@ int run_train(Flags& f) {
   nn::init_weights(*net, nn::parse_init(f.init), f.seed);
   parallel::DataParallel parallel_net(std::move(net), devices, f.allreduce, f.cores);
   optim::SGD optimizer(parallel_net.replica_parameters(), {f.lr, f.momentum, f.weight_decay});
-  const train::TrainHistory history =
-      train::train(parallel_net, optimizer, train_data, test_data, {f.epochs, f.batch_size, f.seed},
-                   reporting.epoch_callback(), reporting.step_callback());
+  const train::TrainHistory history = train::train(parallel_net, optimizer, train_data, test_data,
+                                                   {f.epochs, f.batch_size, f.seed, f.model, scratch.run},
+                                                   reporting.epoch_callback(), reporting.step_callback());
   const train::EpochStats& last = history.epochs.back();
   std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);
   std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, device_list_str(devices).c_str());
+  return 0;
+}
+
+int show_checkpoint(const std::string& file) {
+  std::printf("%s", checkpoint::summary(checkpoint::load(file)).c_str());
   return 0;
 }
 
@@ -204,13 +269,19 @@ int main(int argc, char** argv) {
   Flags flags;
   CLI::App* train = app.add_subcommand("train", "Train a model and report accuracy and speed");
   add_train_flags(*train, flags);
+  std::string checkpoint_file;
+  CLI::App* info = app.add_subcommand("checkpoint-info", "Check a checkpoint file and print what it holds");
+  info->add_option("file", checkpoint_file, "A step-*.ckpt file from --checkpoint-dir")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
-    return run_train(flags);
+    return info->parsed() ? show_checkpoint(checkpoint_file) : run_train(flags);
+  } catch (const train::TrainingInterrupted& e) {
+    std::fprintf(stderr, "dptrain: %s\n", e.what());
+    return 128 + e.signal();  // the shell's convention for "ended by signal N"
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
     return 1;

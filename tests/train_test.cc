@@ -120,7 +120,10 @@ TEST(RealData, ResNet18LearnsOnASubset) {
   nn::init_weights(*net, nn::Init::kaiming, 0);
   parallel::DataParallel parallel_net(std::move(net), {Device::cpu(0), Device::cpu(1)});
   optim::SGD optimizer(parallel_net.replica_parameters(), {0.05f, 0.0f, 0.0f});
-  const train::TrainHistory history = train::train(parallel_net, optimizer, train_data, test_data, {2, 32, 0});
+  train::ConciseConfig config;
+  config.epochs = 2;
+  config.batch_size = 32;
+  const train::TrainHistory history = train::train(parallel_net, optimizer, train_data, test_data, config);
   ASSERT_EQ(history.epochs.size(), 2u);
   EXPECT_LT(history.epochs[1].train_loss, history.epochs[0].train_loss);
   EXPECT_GE(history.epochs[1].test_acc, 0.30);

@@ -31,12 +31,18 @@ std::vector<Tensor> Module::parameters() const {
   return out;
 }
 
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(const std::string& prefix) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
+  for (const auto& [name, c] : children_) {
+    for (auto& entry : c->named_buffers(prefix + name + ".")) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 std::vector<Tensor> Module::buffers() const {
   std::vector<Tensor> out;
-  for (const auto& [name, t] : buffers_) out.push_back(t);
-  for (const auto& [name, c] : children_) {
-    for (const Tensor& t : c->buffers()) out.push_back(t);
-  }
+  for (const auto& [name, t] : named_buffers()) out.push_back(t);
   return out;
 }
 

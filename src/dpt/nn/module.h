@@ -27,6 +27,7 @@ class Module {
   std::vector<Tensor> parameters() const;
   std::vector<Tensor> buffers() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters(const std::string& prefix = "") const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(const std::string& prefix = "") const;
 
   void train(bool on = true);
   void eval() { train(false); }

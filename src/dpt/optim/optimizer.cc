@@ -51,6 +51,21 @@ void SGD::step() {
   }
 }
 
+void SGD::load_momentum_buffers(const std::vector<Tensor>& buffers) {
+  for (size_t r = 0; r < params_.size(); ++r) {
+    if (buffers.size() != params_[r].size()) {
+      throw std::invalid_argument("SGD: " + std::to_string(buffers.size()) + " momentum buffers for " +
+                                  std::to_string(params_[r].size()) + " parameters");
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      velocity_[r][i] = Tensor();
+      if (!buffers[i].defined()) continue;
+      velocity_[r][i] = Tensor::empty(params_[r][i].shape(), DType::f32, params_[r][i].device());
+      velocity_[r][i].copy_from(buffers[i]);
+    }
+  }
+}
+
 void SGD::zero_grad() {
   for (const auto& replica : params_) {
     for (const Tensor& p : replica) p.zero_grad();

@@ -29,6 +29,9 @@ class SGD {
   const SgdOptions& options() const { return options_; }
   // The momentum buffer of parameter i of replica r (undefined before the first step).
   const Tensor& momentum_buffer(size_t replica, size_t i) const { return velocity_[replica][i]; }
+  // Gives every replica a copy of `buffers` (one per parameter; undefined = not stepped
+  // yet), as when resuming from a checkpoint, whatever the number of replicas that saved it.
+  void load_momentum_buffers(const std::vector<Tensor>& buffers);
 
  private:
   std::vector<std::vector<Tensor>> params_;

@@ -105,8 +105,8 @@ void ProgressBar::draw() {
 // ---------------------------------------------------------------------------------------------
 // MetricsWriter
 
-MetricsWriter::MetricsWriter(const std::filesystem::path& file) : path_(file) {
-  file_.reset(std::fopen(file.c_str(), "w"));
+MetricsWriter::MetricsWriter(const std::filesystem::path& file, bool append) : path_(file) {
+  file_.reset(std::fopen(file.c_str(), append ? "a" : "w"));
   if (!file_) {
     throw std::runtime_error("cannot open metrics file " + file.string() + ": " + std::strerror(errno));
   }

@@ -66,8 +66,9 @@ class ProgressBar {
 //          "examples_per_sec":...,"devices":["cpu:0","cpu:1"]}
 class MetricsWriter {
  public:
-  // Opens (truncates) `file`; throws std::runtime_error naming the path and the reason.
-  explicit MetricsWriter(const std::filesystem::path& file);
+  // Opens `file`, truncating it or (for a resumed run) appending to it; throws
+  // std::runtime_error naming the path and the reason.
+  explicit MetricsWriter(const std::filesystem::path& file, bool append = false);
   // Appends one line and flushes; throws std::runtime_error if the write fails.
   void write(const EpochStats& stats, const std::vector<std::string>& devices);
   const std::filesystem::path& path() const { return path_; }

@@ -33,10 +33,6 @@ struct EpochStats {
   double examples_per_sec = 0;
 };
 
-// Stops training on a NaN or infinite loss, naming where it happened and what to try:
-// training on would only turn every parameter into garbage.
-void check_finite_loss(const StepResult& step, int epoch, int64_t step_index, float lr);
-
 // The epoch's figures from the sum of its steps and its training time (test_acc is left 0).
 EpochStats epoch_stats(int epoch, const StepResult& sum, double seconds);
 

@@ -14,6 +14,8 @@ class Timer {
     times_.push_back(std::chrono::duration<double>(Clock::now() - started_).count());
     return times_.back();
   }
+  // Seconds since start(), without recording them.
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
   double sum() const {
     double total = 0;
     for (double t : times_) total += t;

@@ -1,49 +1,87 @@
 #include "dpt/train/train_concise.h"
 
-#include <cmath>
-#include <stdexcept>
 #include <string>
 
-#include "dpt/data/loader.h"
-#include "dpt/train/timer.h"
-
 namespace dpt::train {
+namespace {
+
+// DataParallel and its optimizer as the training loop drives them. Checkpoints hold the
+// first replica's parameters, buffers and momentum: after every step all replicas hold
+// the same ones.
+class DataParallelTrainable : public Trainable {
+ public:
+  DataParallelTrainable(parallel::DataParallel& net, optim::SGD& optimizer) : net_(net), optimizer_(optimizer) {}
+
+  StepResult compute_gradients(const Tensor& X, const Tensor& y) override {
+    return net_.forward_backward(X, y);  // zeroes the previous gradients first
+  }
+  std::vector<std::pair<std::string, Tensor>> named_gradients() const override {
+    std::vector<std::pair<std::string, Tensor>> grads;
+    for (const auto& [name, p] : net_.module().named_parameters()) grads.emplace_back(name, p.grad());
+    return grads;
+  }
+  void apply_update() override { optimizer_.step(); }
+  double evaluate(const data::Dataset& data, int64_t batch_size) override {
+    return static_cast<double>(net_.count_correct(data, batch_size)) / static_cast<double>(data.size());
+  }
+  void set_training(bool on) override { net_.train(on); }
+  std::vector<std::string> device_names() const override {
+    std::vector<std::string> names;
+    for (const Device& d : net_.devices()) names.push_back(d.str());
+    return names;
+  }
+
+  void save_state(checkpoint::Checkpoint& into) const override {
+    const nn::Module& first = net_.replica(0);
+    const auto params = first.named_parameters();
+    for (const auto& [name, t] : params) into.params.push_back(checkpoint::to_named(name, t));
+    for (const auto& [name, t] : first.named_buffers()) into.buffers.push_back(checkpoint::to_named(name, t));
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Tensor& v = optimizer_.momentum_buffer(0, i);
+      if (v.defined()) into.momentum.push_back(checkpoint::to_named(params[i].first, v));
+    }
+  }
+
+  void load_state(const checkpoint::Checkpoint& from, const std::string& source) override {
+    for (size_t r = 0; r < net_.devices().size(); ++r) {
+      const nn::Module& replica = net_.replica(r);
+      checkpoint::copy_into(from.params, replica.named_parameters(), "parameters", source);
+      checkpoint::copy_into(from.buffers, replica.named_buffers(), "buffers", source);
+    }
+    // Momentum exists only for parameters the optimizer has stepped.
+    const auto params = net_.module().named_parameters();
+    std::vector<Tensor> momentum(params.size());
+    for (const checkpoint::NamedTensor& saved : from.momentum) {
+      size_t i = 0;
+      while (i < params.size() && params[i].first != saved.name) ++i;
+      if (i == params.size() || params[i].second.shape() != saved.shape) {
+        throw checkpoint::CheckpointError("checkpoint " + source + " holds momentum for " + saved.name + " " +
+                                          shape_str(saved.shape) + ", which the model has no such parameter for");
+      }
+      momentum[i] = Tensor::from_vector(saved.values, saved.shape);
+    }
+    optimizer_.load_momentum_buffers(momentum);
+  }
+
+ private:
+  parallel::DataParallel& net_;
+  optim::SGD& optimizer_;
+};
+
+}  // namespace
 
 TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const data::Dataset& train_data,
                    const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch,
                    const StepCallback& on_step) {
-  if (config.epochs < 1)
-    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
-  data::BatchLoader loader(train_data, config.batch_size, /*shuffle=*/true, config.seed);
-  Timer timer;
+  DataParallelTrainable trainable(net, optimizer);
+  const LoopSettings settings{config.epochs, config.batch_size, config.seed, optimizer.options().lr, config.model};
+  const LoopResult result = run_training(trainable, train_data, test_data, settings, config.run, on_epoch, on_step);
   TrainHistory history;
-  int64_t examples_trained = 0;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    net.train();
-    timer.start();
-    loader.start_epoch(epoch);
-    data::Batch batch;
-    StepResult sum;
-    int64_t step = 0;
-    while (loader.next(batch)) {
-      optimizer.zero_grad();
-      const StepResult result = net.forward_backward(batch.images, batch.labels);
-      check_finite_loss(result, epoch + 1, step + 1, optimizer.options().lr);
-      optimizer.step();
-      sum += result;
-      ++step;
-      if (on_step) on_step(epoch + 1, step, loader.num_batches(), sum.mean_loss(), sum.accuracy());
-    }
-    EpochStats stats = epoch_stats(epoch + 1, sum, timer.stop());
-    examples_trained += sum.examples;
-    net.eval();
-    stats.test_acc =
-        static_cast<double>(net.count_correct(test_data, config.batch_size)) / static_cast<double>(test_data.size());
-    history.epochs.push_back(stats);
-    if (on_epoch) on_epoch(stats);
+  history.epochs = result.history;
+  history.skipped_steps = result.skipped_steps;
+  if (result.train_seconds > 0) {
+    history.examples_per_sec = static_cast<double>(result.examples_trained) / result.train_seconds;
   }
-  net.train();
-  history.examples_per_sec = static_cast<double>(examples_trained) / timer.sum();
   return history;
 }
 

@@ -5,14 +5,14 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <string>
 #include <vector>
 
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/train/stats.h"
-#include "dpt/train/train_from_scratch.h"
+#include "dpt/train/training_loop.h"
 
 namespace dpt::train {
 
@@ -20,11 +20,14 @@ struct ConciseConfig {
   int epochs = 10;
   int64_t batch_size = 256;
   uint64_t seed = 0;  // shuffling
+  std::string model;  // recorded in checkpoints ("lenet", "resnet18"); resuming checks it
+  RunOptions run;     // checkpoints, resume, --on-nan, stopping
 };
 
 struct TrainHistory {
-  std::vector<EpochStats> epochs;
-  double examples_per_sec = 0;  // over all epochs' training time
+  std::vector<EpochStats> epochs;  // every epoch, a resumed checkpoint's included
+  double examples_per_sec = 0;     // over this invocation's training time
+  int64_t skipped_steps = 0;       // --on-nan skip
 };
 
 TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const data::Dataset& train_data,

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "dpt/autograd/node.h"
+#include "dpt/checkpoint/checkpoint.h"
 #include "dpt/data/loader.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/ops/ops.h"
@@ -46,24 +47,69 @@ ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Te
   pool_.set_abort_hook([this] { comm_->abort("another device failed during the step"); });
 }
 
-StepResult ScratchTrainer::train_batch(const Tensor& X, const Tensor& y) {
+StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
   const std::vector<parallel::Shard> shards = parallel::split_batch(X, y, devices());
   std::vector<StepResult> per_device(shards.size());
-  const int64_t global_batch = X.dim(0);
   pool_.run_all([&](int rank) {
     const parallel::Shard& shard = shards[rank];
     const std::vector<Tensor>& params = device_params_[rank];
+    for (const Tensor& p : params) p.zero_grad();
     const Tensor logits = nn::lenet(shard.X, params);
     const Tensor loss = ops::cross_entropy(logits, shard.y, ops::Reduction::sum);
     loss.backward();
     parallel::allreduce_gradients(*comm_, rank, params, grad_buffers_[rank]);
-    // Every replica applies the same summed gradient, scaled by the global batch size.
-    optim::sgd(params, config_.lr, global_batch);
     per_device[rank] = {loss.item(), ops::count_correct(logits.detach(), shard.y), shard.X.dim(0)};
   });
+  pending_batch_ = X.dim(0);
   StepResult total;
   for (const StepResult& part : per_device) total += part;
   return total;
+}
+
+std::vector<std::pair<std::string, Tensor>> ScratchTrainer::named_gradients() const {
+  std::vector<std::pair<std::string, Tensor>> grads;
+  for (const Tensor& p : device_params_[0]) grads.emplace_back(p.name(), p.grad());
+  return grads;
+}
+
+void ScratchTrainer::apply_update() {
+  // Every replica applies the same summed gradient, scaled by the global batch size.
+  pool_.run_all([&](int rank) { optim::sgd(device_params_[rank], config_.lr, pending_batch_); });
+}
+
+StepResult ScratchTrainer::train_batch(const Tensor& X, const Tensor& y) {
+  const StepResult result = compute_gradients(X, y);
+  apply_update();
+  return result;
+}
+
+std::vector<std::string> ScratchTrainer::device_names() const {
+  std::vector<std::string> names;
+  for (const Device& d : devices()) names.push_back(d.str());
+  return names;
+}
+
+namespace {
+std::vector<std::pair<std::string, Tensor>> named(const std::vector<Tensor>& params) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const Tensor& p : params) out.emplace_back(p.name(), p);
+  return out;
+}
+}  // namespace
+
+void ScratchTrainer::save_state(checkpoint::Checkpoint& into) const {
+  for (const Tensor& p : device_params_[0]) into.params.push_back(checkpoint::to_named(p.name(), p));
+}
+
+void ScratchTrainer::load_state(const checkpoint::Checkpoint& from, const std::string& source) {
+  // Parameters are device-independent: every replica, however many, gets the same copy.
+  for (const std::vector<Tensor>& replica : device_params_)
+    checkpoint::copy_into(from.params, named(replica), "parameters", source);
+  if (!from.buffers.empty() || !from.momentum.empty()) {
+    throw checkpoint::CheckpointError("checkpoint " + source +
+                                      " holds buffers or momentum, which the from-scratch LeNet has none of; "
+                                      "it was written by --api concise");
+  }
 }
 
 double ScratchTrainer::evaluate_accuracy(const data::Dataset& data, int64_t batch_size) {
@@ -83,25 +129,16 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
                                       const StepCallback& on_step) {
   validate(config);
   ScratchTrainer trainer(config, nn::lenet_params(config.seed));
-  data::BatchLoader loader(train_data, config.batch_size, /*shuffle=*/true, config.seed);
-  Timer timer;
-  double test_acc = 0;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    timer.start();
-    loader.start_epoch(epoch);
-    data::Batch batch;
-    StepResult sum;
-    while (loader.next(batch)) {
-      const StepResult step = trainer.train_batch(batch.images, batch.labels);
-      check_finite_loss(step, epoch + 1, loader.batch_offset(), config.lr);
-      sum += step;
-      if (on_step) on_step(epoch + 1, loader.batch_offset(), loader.num_batches(), sum.mean_loss(), sum.accuracy());
-    }
-    EpochStats stats = epoch_stats(epoch + 1, sum, timer.stop());
-    stats.test_acc = test_acc = trainer.evaluate_accuracy(test_data, config.batch_size);
-    if (on_epoch) on_epoch(stats);
-  }
-  return {test_acc, timer.avg(), trainer.device_params()[0]};
+  const LoopSettings settings{config.epochs, config.batch_size, config.seed, config.lr, kScratchModelName};
+  const LoopResult result = run_training(trainer, train_data, test_data, settings, config.run, on_epoch, on_step);
+  TrainSummary summary;
+  summary.history = result.history;
+  summary.skipped_steps = result.skipped_steps;
+  summary.params = trainer.device_params()[0];
+  if (!result.history.empty()) summary.test_acc = result.history.back().test_acc;
+  for (const EpochStats& e : result.history)
+    summary.sec_per_epoch += e.seconds / static_cast<double>(result.history.size());
+  return summary;
 }
 
 }  // namespace dpt::train

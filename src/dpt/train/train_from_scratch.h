@@ -16,6 +16,7 @@
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/train/stats.h"
+#include "dpt/train/training_loop.h"
 
 namespace dpt::train {
 
@@ -27,21 +28,34 @@ struct ScratchConfig {
   std::vector<Device> devices{Device::cpu(0)};
   std::string allreduce = "ring";           // naive | ring
   int cores = parallel::available_cores();  // split between the CPU devices
+  RunOptions run;                           // checkpoints, resume, --on-nan, stopping
 };
 
 // Checks the parts of a config a user can get wrong, with a message naming the flag.
 void validate(const ScratchConfig& config);
 
 // Holds the device workers, the communicator and one parameter replica per device.
-class ScratchTrainer {
+class ScratchTrainer : public Trainable {
  public:
   ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params);
 
-  // The lesson's train_batch: one SGD step on the global minibatch (X, y).
+  // The lesson's train_batch: one SGD step on the global minibatch (X, y), i.e.
+  // compute_gradients then apply_update.
   StepResult train_batch(const Tensor& X, const Tensor& y);
 
   // Accuracy of replica 0 on `data`, evaluated on device 0 as in the lesson.
   double evaluate_accuracy(const data::Dataset& data, int64_t batch_size);
+
+  // Trainable, for the shared training loop.
+  StepResult compute_gradients(const Tensor& X, const Tensor& y) override;
+  std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
+  void apply_update() override;
+  double evaluate(const data::Dataset& data, int64_t batch_size) override {
+    return evaluate_accuracy(data, batch_size);
+  }
+  std::vector<std::string> device_names() const override;
+  void save_state(checkpoint::Checkpoint& into) const override;
+  void load_state(const checkpoint::Checkpoint& from, const std::string& source) override;
 
   const std::vector<std::vector<Tensor>>& device_params() const { return device_params_; }
   const std::vector<Device>& devices() const { return pool_.devices(); }
@@ -53,21 +67,22 @@ class ScratchTrainer {
   std::unique_ptr<parallel::Communicator> comm_;
   std::vector<std::vector<Tensor>> device_params_;
   std::vector<std::vector<float>> grad_buffers_;  // one flat allreduce buffer per device
+  int64_t pending_batch_ = 0;                     // global batch of the gradients not yet applied
 };
 
 struct TrainSummary {
   double test_acc = 0;
   double sec_per_epoch = 0;
-  std::vector<Tensor> params;  // replica 0 after the last epoch
+  std::vector<Tensor> params;       // replica 0 after the last epoch
+  std::vector<EpochStats> history;  // every epoch, a resumed checkpoint's included
+  int64_t skipped_steps = 0;        // --on-nan skip
 };
 
-// Called after each step with the epoch (1-based), the step (1-based), the steps in the
-// epoch and the running mean loss and accuracy: for a progress bar.
-using StepCallback = std::function<void(int epoch, int64_t step, int64_t steps, double loss, double acc)>;
-using EpochCallback = std::function<void(const EpochStats&)>;
+// What checkpoints of the from-scratch loop record as their model.
+inline constexpr const char* kScratchModelName = "lenet (scratch API)";
 
 // The lesson's train(num_gpus, batch_size, lr) for LeNet on a data set; calls on_epoch
-// after each epoch.
+// after each epoch. config.run adds checkpoints, resuming, the NaN policy and stopping.
 TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const data::Dataset& test_data,
                                       const ScratchConfig& config, const EpochCallback& on_epoch = {},
                                       const StepCallback& on_step = {});

@@ -1,0 +1,301 @@
+#include "dpt/checkpoint/checkpoint.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace dpt::checkpoint {
+namespace {
+
+constexpr char kMagic[8] = {'D', 'P', 'T', 'C', 'K', 'P', 'T', '\n'};
+constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8;
+constexpr size_t kFooterBytes = 4;
+// No real model has tensors of more dimensions; the cap bounds what a damaged file can ask for.
+constexpr uint32_t kMaxDims = 8;
+
+uint32_t crc32_of(std::span<const uint8_t> bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths: feed large buffers in pieces.
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const size_t piece = std::min<size_t>(bytes.size() - done, std::numeric_limits<uInt>::max());
+    crc = crc32(crc, bytes.data() + done, static_cast<uInt>(piece));
+    done += piece;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// Little-endian writer: the same bytes on every machine.
+class Writer {
+ public:
+  template <class T>
+  void put(T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    uint8_t raw[sizeof(T)];
+    std::memcpy(raw, &value, sizeof(T));
+    if constexpr (std::endian::native == std::endian::big) std::reverse(raw, raw + sizeof(T));
+    bytes_.insert(bytes_.end(), raw, raw + sizeof(T));
+  }
+  void put_bytes(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    bytes_.insert(bytes_.end(), p, p + n);
+  }
+  void put_floats(const std::vector<float>& values) {
+    if constexpr (std::endian::native == std::endian::little) {
+      put_bytes(values.data(), values.size() * sizeof(float));
+    } else {
+      for (float v : values) put(v);
+    }
+  }
+  std::vector<uint8_t>& bytes() { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Bounds-checked little-endian reader: every read past the end is a CheckpointError.
+class Reader {
+ public:
+  Reader(std::span<const uint8_t> bytes, const std::string& source) : bytes_(bytes), source_(source) {}
+
+  template <class T>
+  T get(const char* what) {
+    need(sizeof(T), what);
+    uint8_t raw[sizeof(T)];
+    std::memcpy(raw, bytes_.data() + pos_, sizeof(T));
+    if constexpr (std::endian::native == std::endian::big) std::reverse(raw, raw + sizeof(T));
+    pos_ += sizeof(T);
+    T value;
+    std::memcpy(&value, raw, sizeof(T));
+    return value;
+  }
+  std::string get_string(size_t n, const char* what) {
+    need(n, what);
+    std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  std::vector<float> get_floats(size_t n, const char* what) {
+    if (n > remaining() / sizeof(float)) need(n * sizeof(float), what);
+    std::vector<float> values(n);
+    for (size_t i = 0; i < n; ++i) values[i] = get<float>(what);
+    return values;
+  }
+  size_t remaining() const { return bytes_.size() - pos_; }
+
+ private:
+  void need(size_t n, const char* what) {
+    if (n > remaining()) {
+      throw CheckpointError("checkpoint " + source_ + " is damaged: it ends inside " + what +
+                            "; use an earlier checkpoint");
+    }
+  }
+  std::span<const uint8_t> bytes_;
+  size_t pos_ = 0;
+  const std::string& source_;
+};
+
+[[noreturn]] void damaged(const std::string& source, const std::string& cause) {
+  throw CheckpointError("checkpoint " + source + " is damaged: " + cause + "; use an earlier checkpoint");
+}
+
+void put_tensor(Writer& w, const std::string& name, const NamedTensor& t) {
+  w.put(static_cast<uint32_t>(name.size()));
+  w.put_bytes(name.data(), name.size());
+  w.put(static_cast<uint32_t>(t.shape.size()));
+  for (int64_t d : t.shape) w.put(d);
+  w.put_floats(t.values);
+}
+
+NamedTensor get_tensor(Reader& r, const std::string& source, std::string& group) {
+  const uint32_t name_bytes = r.get<uint32_t>("a tensor name's length");
+  std::string full_name = r.get_string(name_bytes, "a tensor name");
+  const size_t slash = full_name.find('/');
+  if (slash == std::string::npos) damaged(source, "tensor name '" + full_name + "' has no group");
+  group = full_name.substr(0, slash);
+  NamedTensor t;
+  t.name = full_name.substr(slash + 1);
+  const uint32_t ndim = r.get<uint32_t>("a tensor's rank");
+  if (ndim > kMaxDims) damaged(source, "tensor " + t.name + " claims " + std::to_string(ndim) + " dimensions");
+  uint64_t numel = 1;
+  for (uint32_t i = 0; i < ndim; ++i) {
+    const int64_t d = r.get<int64_t>("a tensor's shape");
+    // Values must fit in what is left of the file: this rejects absurd shapes before allocating.
+    if (d < 0 || (d > 0 && numel > r.remaining() / sizeof(float) / static_cast<uint64_t>(d))) {
+      damaged(source, "tensor " + t.name + " has impossible shape dimension " + std::to_string(d));
+    }
+    numel *= static_cast<uint64_t>(d);
+    t.shape.push_back(d);
+  }
+  t.values = r.get_floats(numel, "a tensor's values");
+  return t;
+}
+
+nlohmann::json history_json(const std::vector<train::EpochStats>& history) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const train::EpochStats& s : history) {
+    list.push_back({{"epoch", s.epoch},
+                    {"train_loss", s.train_loss},
+                    {"train_acc", s.train_acc},
+                    {"test_acc", s.test_acc},
+                    {"seconds", s.seconds},
+                    {"examples_per_sec", s.examples_per_sec}});
+  }
+  return list;
+}
+
+std::vector<train::EpochStats> history_from(const nlohmann::json& list) {
+  std::vector<train::EpochStats> history;
+  for (const nlohmann::json& e : list) {
+    train::EpochStats s;
+    s.epoch = e.at("epoch").get<int>();
+    s.train_loss = e.at("train_loss").get<double>();
+    s.train_acc = e.at("train_acc").get<double>();
+    s.test_acc = e.at("test_acc").get<double>();
+    s.seconds = e.at("seconds").get<double>();
+    s.examples_per_sec = e.at("examples_per_sec").get<double>();
+    history.push_back(s);
+  }
+  return history;
+}
+
+std::string metadata_json(const Checkpoint& c) {
+  const nlohmann::json meta = {
+      {"model", c.model},
+      {"seed", c.seed},
+      {"batch_size", c.batch_size},
+      {"train_examples", c.train_examples},
+      {"devices", c.devices},
+      {"epoch", c.position.epoch},
+      {"batch_offset", c.position.batch_offset},
+      {"global_step", c.position.global_step},
+      {"epoch_loss_sum", c.epoch_sum.loss_sum},
+      {"epoch_correct", c.epoch_sum.correct},
+      {"epoch_examples", c.epoch_sum.examples},
+      {"epoch_seconds", c.epoch_seconds},
+      {"history", history_json(c.history)},
+  };
+  return meta.dump();
+}
+
+void read_metadata(const std::string& text, Checkpoint& c, const std::string& source) {
+  try {
+    const nlohmann::json meta = nlohmann::json::parse(text);
+    c.model = meta.at("model").get<std::string>();
+    c.seed = meta.at("seed").get<uint64_t>();
+    c.batch_size = meta.at("batch_size").get<int64_t>();
+    c.train_examples = meta.at("train_examples").get<int64_t>();
+    c.devices = meta.at("devices").get<std::vector<std::string>>();
+    c.position.epoch = meta.at("epoch").get<int64_t>();
+    c.position.batch_offset = meta.at("batch_offset").get<int64_t>();
+    c.position.global_step = meta.at("global_step").get<int64_t>();
+    c.epoch_sum.loss_sum = meta.at("epoch_loss_sum").get<double>();
+    c.epoch_sum.correct = meta.at("epoch_correct").get<int64_t>();
+    c.epoch_sum.examples = meta.at("epoch_examples").get<int64_t>();
+    c.epoch_seconds = meta.at("epoch_seconds").get<double>();
+    c.history = history_from(meta.at("history"));
+  } catch (const nlohmann::json::exception& e) {
+    damaged(source, std::string("its metadata is unreadable (") + e.what() + ")");
+  }
+  if (c.position.epoch < 0 || c.position.batch_offset < 0 || c.position.global_step < 0 || c.batch_size < 1) {
+    damaged(source, "its position or batch size is negative");
+  }
+}
+
+}  // namespace
+
+NamedTensor to_named(const std::string& name, const Tensor& t) { return {name, t.shape(), t.to_vector()}; }
+
+std::vector<uint8_t> encode(const Checkpoint& c) {
+  Writer body;
+  const std::string meta = metadata_json(c);
+  body.put(static_cast<uint64_t>(meta.size()));
+  body.put_bytes(meta.data(), meta.size());
+  body.put(static_cast<uint32_t>(c.params.size() + c.buffers.size() + c.momentum.size()));
+  for (const NamedTensor& t : c.params) put_tensor(body, "param/" + t.name, t);
+  for (const NamedTensor& t : c.buffers) put_tensor(body, "buffer/" + t.name, t);
+  for (const NamedTensor& t : c.momentum) put_tensor(body, "momentum/" + t.name, t);
+
+  Writer file;
+  file.put_bytes(kMagic, sizeof(kMagic));
+  file.put(kFormatVersion);
+  file.put(static_cast<uint64_t>(body.bytes().size()));
+  file.put_bytes(body.bytes().data(), body.bytes().size());
+  file.put(crc32_of(file.bytes()));
+  return std::move(file.bytes());
+}
+
+Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source) {
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    throw CheckpointError("checkpoint " + source + " is not a dptrain checkpoint (no DPTCKPT header)");
+  }
+  if (bytes.size() < kHeaderBytes + kFooterBytes) {
+    damaged(source, "it is truncated to " + std::to_string(bytes.size()) + " bytes");
+  }
+  Reader header(bytes.subspan(sizeof(kMagic), kHeaderBytes - sizeof(kMagic)), source);
+  const uint32_t version = header.get<uint32_t>("the header");
+  if (version != kFormatVersion) {
+    throw CheckpointError("checkpoint " + source + " has format version " + std::to_string(version) +
+                          ", this dptrain reads version " + std::to_string(kFormatVersion) +
+                          "; resume it with the dptrain that wrote it");
+  }
+  const uint64_t body_bytes = header.get<uint64_t>("the header");
+  const uint64_t actual_body = bytes.size() - kHeaderBytes - kFooterBytes;
+  if (body_bytes != actual_body) {
+    damaged(source, body_bytes > actual_body
+                        ? "it is truncated (" + std::to_string(bytes.size()) + " bytes, " +
+                              std::to_string(body_bytes + kHeaderBytes + kFooterBytes) + " expected)"
+                        : "it has " + std::to_string(actual_body - body_bytes) + " unexpected bytes after its data");
+  }
+  const std::span<const uint8_t> covered = bytes.first(bytes.size() - kFooterBytes);
+  Reader footer(bytes.last(kFooterBytes), source);
+  if (footer.get<uint32_t>("the checksum") != crc32_of(covered)) {
+    damaged(source, "its CRC-32 checksum does not match its contents");
+  }
+
+  Checkpoint c;
+  Reader body(bytes.subspan(kHeaderBytes, body_bytes), source);
+  const uint64_t meta_bytes = body.get<uint64_t>("the metadata length");
+  if (meta_bytes > body.remaining()) damaged(source, "its metadata length exceeds the file");
+  read_metadata(body.get_string(meta_bytes, "the metadata"), c, source);
+  const uint32_t count = body.get<uint32_t>("the tensor count");
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string group;
+    NamedTensor t = get_tensor(body, source, group);
+    if (group == "param") {
+      c.params.push_back(std::move(t));
+    } else if (group == "buffer") {
+      c.buffers.push_back(std::move(t));
+    } else if (group == "momentum") {
+      c.momentum.push_back(std::move(t));
+    } else {
+      damaged(source, "unknown tensor group '" + group + "'");
+    }
+  }
+  if (body.remaining() != 0) damaged(source, "it has bytes after its last tensor");
+  return c;
+}
+
+void copy_into(const std::vector<NamedTensor>& saved, const std::vector<std::pair<std::string, Tensor>>& tensors,
+               const std::string& what, const std::string& source) {
+  if (saved.size() != tensors.size()) {
+    throw CheckpointError("checkpoint " + source + " holds " + std::to_string(saved.size()) + " " + what +
+                          " but the model has " + std::to_string(tensors.size()) +
+                          "; it was written for another model (check --model and --api)");
+  }
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const auto& [name, tensor] = tensors[i];
+    if (saved[i].name != name || saved[i].shape != tensor.shape()) {
+      throw CheckpointError("checkpoint " + source + ": " + what + " " + std::to_string(i) + " is " + saved[i].name +
+                            " " + shape_str(saved[i].shape) + " but the model's is " + name + " " +
+                            shape_str(tensor.shape()) + "; it was written for another model");
+    }
+    tensor.copy_from(Tensor::from_vector(saved[i].values, saved[i].shape));
+  }
+}
+
+}  // namespace dpt::checkpoint

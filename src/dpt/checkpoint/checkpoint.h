@@ -1,0 +1,81 @@
+// Checkpoint: everything an interrupted training run needs to continue exactly where it
+// stopped: the parameters and buffers (one replica's: every replica holds the same),
+// the optimizer's momentum, the data loader's position, the epoch's running sums and
+// the history of finished epochs. Parameters are stored by name in plain row-major f32,
+// independent of the devices that wrote them, so a checkpoint written on N devices loads
+// on M.
+//
+// The loader's shuffling is a pure function of (seed, epoch) and training draws no other
+// random numbers, so the seed and the position are the whole random state.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dpt/core/tensor.h"
+#include "dpt/train/stats.h"
+
+namespace dpt::checkpoint {
+
+// A checkpoint that cannot be used: damaged, truncated, from another format version or
+// written for another run. The message names the file, the cause and what to do.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct NamedTensor {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;  // shape_numel(shape) values, row-major
+};
+
+NamedTensor to_named(const std::string& name, const Tensor& t);
+
+// Where training stands: the next batch to train is batch `batch_offset` of epoch `epoch`
+// (0-based); `global_step` counts the steps taken since the run began.
+struct Position {
+  int64_t epoch = 0;
+  int64_t batch_offset = 0;
+  int64_t global_step = 0;
+};
+
+struct Checkpoint {
+  // What the resumed run must share for the result to be exact.
+  std::string model;  // e.g. "lenet (scratch API)"
+  uint64_t seed = 0;
+  int64_t batch_size = 0;
+  int64_t train_examples = 0;
+  std::vector<std::string> devices;  // written on; informational (any device count loads)
+
+  Position position;
+  train::StepResult epoch_sum;  // the steps of the current epoch so far
+  double epoch_seconds = 0;     // training time of the current epoch so far
+  std::vector<train::EpochStats> history;
+
+  std::vector<NamedTensor> params;
+  std::vector<NamedTensor> buffers;   // e.g. BatchNorm running statistics
+  std::vector<NamedTensor> momentum;  // named after their parameters; absent before the first step
+};
+
+// The file format, version 1, little-endian:
+//   "DPTCKPT\n"  u32 version  u64 body_bytes  body  u32 crc32(everything before it)
+//   body: u64 json_bytes, the metadata as JSON, u32 tensor count, then per tensor
+//         u32 name_bytes, name ("param/...", "buffer/...", "momentum/..."), u32 ndim,
+//         i64 dims[ndim], f32 values[numel]
+inline constexpr uint32_t kFormatVersion = 1;
+
+std::vector<uint8_t> encode(const Checkpoint& checkpoint);
+
+// Throws CheckpointError naming `source` for anything but an intact version-1 file.
+Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source);
+
+// Copies a named tensor list into `tensors` (matched by name, shapes checked); throws
+// CheckpointError naming the first tensor that is missing, extra or of another shape.
+void copy_into(const std::vector<NamedTensor>& saved, const std::vector<std::pair<std::string, Tensor>>& tensors,
+               const std::string& what, const std::string& source);
+
+}  // namespace dpt::checkpoint

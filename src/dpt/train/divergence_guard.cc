@@ -1,0 +1,40 @@
+#include "dpt/train/divergence_guard.h"
+
+#include <cmath>
+
+namespace dpt::train {
+
+OnNan parse_on_nan(std::string_view text) {
+  if (text == "stop") return OnNan::stop;
+  if (text == "skip") return OnNan::skip;
+  throw std::invalid_argument("--on-nan must be stop or skip, got '" + std::string(text) + "'");
+}
+
+std::optional<std::string> find_non_finite(double loss_sum,
+                                           const std::vector<std::pair<std::string, Tensor>>& gradients) {
+  if (!std::isfinite(loss_sum)) return "the loss is " + std::to_string(loss_sum);
+  for (const auto& [name, grad] : gradients) {
+    if (!grad.defined()) continue;
+    const float* g = grad.data<float>();
+    int64_t bad = 0;
+    float first = 0;
+    for (int64_t i = 0; i < grad.numel(); ++i) {
+      if (!std::isfinite(g[i])) {
+        if (bad++ == 0) first = g[i];
+      }
+    }
+    if (bad > 0) {
+      return "the gradient of " + name + " holds " + std::to_string(bad) + " non-finite value" + (bad == 1 ? "" : "s") +
+             " (the first is " + std::to_string(first) + ")";
+    }
+  }
+  return std::nullopt;
+}
+
+std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float lr) {
+  return "training diverged in epoch " + std::to_string(epoch) + ", step " + std::to_string(step) + ": " + cause +
+         ". Lower --lr (now " + std::to_string(lr) +
+         "), check the input data, or pass --on-nan skip to drop such steps and go on";
+}
+
+}  // namespace dpt::train

@@ -1,0 +1,36 @@
+// The divergence guard: a step whose loss or gradient holds a NaN or an infinity would
+// turn every parameter into garbage, so the training loop checks each step before
+// applying it, then stops with where it happened and what to try (--on-nan stop, the
+// default) or drops the update and goes on (--on-nan skip).
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dpt/core/tensor.h"
+
+namespace dpt::train {
+
+enum class OnNan { stop, skip };
+
+// "stop" or "skip"; throws std::invalid_argument naming --on-nan otherwise.
+OnNan parse_on_nan(std::string_view text);
+
+class DivergenceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What is wrong with a step, or nothing: "the loss is nan", or "the gradient of W2 holds
+// 12 non-finite values (the first is inf)" naming the first such layer in model order.
+std::optional<std::string> find_non_finite(double loss_sum,
+                                           const std::vector<std::pair<std::string, Tensor>>& gradients);
+
+// The message DivergenceError carries: the step, the cause and advice.
+std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float lr);
+
+}  // namespace dpt::train

@@ -1,0 +1,173 @@
+#include "dpt/train/training_loop.h"
+
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+
+#include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/data/loader.h"
+#include "dpt/train/timer.h"
+
+namespace dpt::train {
+
+void validate(const RunOptions& run) {
+  if (run.checkpoint_every < 0) {
+    throw std::invalid_argument("--checkpoint-every must be >= 0, got " + std::to_string(run.checkpoint_every));
+  }
+  if (run.keep_checkpoints < 1) {
+    throw std::invalid_argument("--keep-checkpoints must be at least 1, got " + std::to_string(run.keep_checkpoints));
+  }
+  if (run.checkpoint_dir.empty() && (run.resume || run.checkpoint_every > 0)) {
+    throw std::invalid_argument(std::string(run.resume ? "--resume" : "--checkpoint-every") +
+                                " needs --checkpoint-dir");
+  }
+}
+
+namespace {
+
+// Everything the loop must carry across an interruption.
+struct LoopState {
+  checkpoint::Position position;
+  StepResult epoch_sum;
+  double epoch_seconds = 0;  // of the current epoch, before this invocation
+  std::vector<EpochStats> history;
+};
+
+void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const LoopSettings& settings,
+                     int64_t train_examples) {
+  const auto mismatch = [&](const std::string& what, const std::string& saved, const std::string& now) {
+    throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " + what + " " + saved +
+                                      ", this run has " + now + "; resume with the settings it was written with");
+  };
+  if (c.model != settings.model) mismatch("model", c.model, settings.model);
+  if (c.batch_size != settings.batch_size)
+    mismatch("--batch-size", std::to_string(c.batch_size), std::to_string(settings.batch_size));
+  if (c.seed != settings.seed) mismatch("--seed", std::to_string(c.seed), std::to_string(settings.seed));
+  if (c.train_examples != train_examples) {
+    mismatch("training examples (--train-limit)", std::to_string(c.train_examples), std::to_string(train_examples));
+  }
+}
+
+class Checkpointer {
+ public:
+  Checkpointer(const Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples)
+      : model_(model), settings_(settings), run_(run), train_examples_(train_examples) {}
+
+  bool enabled() const { return !run_.checkpoint_dir.empty(); }
+  bool due_after_step(int64_t global_step) const {
+    return enabled() && run_.checkpoint_every > 0 && global_step % run_.checkpoint_every == 0;
+  }
+
+  std::filesystem::path save(const LoopState& state) const {
+    checkpoint::Checkpoint c;
+    c.model = settings_.model;
+    c.seed = settings_.seed;
+    c.batch_size = settings_.batch_size;
+    c.train_examples = train_examples_;
+    c.devices = model_.device_names();
+    c.position = state.position;
+    c.epoch_sum = state.epoch_sum;
+    c.epoch_seconds = state.epoch_seconds;
+    c.history = state.history;
+    model_.save_state(c);
+    return checkpoint::save(run_.checkpoint_dir, c, run_.keep_checkpoints);
+  }
+
+ private:
+  const Trainable& model_;
+  const LoopSettings& settings_;
+  const RunOptions& run_;
+  int64_t train_examples_;
+};
+
+LoopState resume(Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples) {
+  checkpoint::Loaded loaded = checkpoint::load_latest(run.checkpoint_dir);
+  for (const std::string& why : loaded.refused) {
+    if (run.warn) run.warn("skipping a damaged checkpoint: " + why);
+  }
+  const std::string source = loaded.file.string();
+  const checkpoint::Checkpoint& c = loaded.checkpoint;
+  check_resumable(c, source, settings, train_examples);
+  model.load_state(c, source);
+  if (run.on_resume) run.on_resume({loaded.file, c.position, c.devices, c.history});
+  return {c.position, c.epoch_sum, c.epoch_seconds, c.history};
+}
+
+std::string interrupted_message(int signal, const checkpoint::Position& at, const std::filesystem::path& saved) {
+  const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a stop request";
+  std::string message = std::string("stopped by ") + name + " after step " + std::to_string(at.global_step) +
+                        " (epoch " + std::to_string(at.epoch + 1) + ", batch " + std::to_string(at.batch_offset) + ")";
+  if (saved.empty()) return message + "; no --checkpoint-dir was given, so nothing was saved";
+  return message + "; checkpoint written to " + saved.string() + ", rerun with --resume to continue";
+}
+
+}  // namespace
+
+LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
+                        const LoopSettings& settings, const RunOptions& run, const EpochCallback& on_epoch,
+                        const StepCallback& on_step) {
+  if (settings.epochs < 1) {
+    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(settings.epochs));
+  }
+  validate(run);
+  const Checkpointer checkpointer(model, settings, run, train_data.size());
+  LoopState state = run.resume ? resume(model, settings, run, train_data.size()) : LoopState{};
+  data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed);
+  LoopResult result;
+  const auto stop_requested = [&] { return run.stop_signal ? run.stop_signal() : 0; };
+
+  for (int64_t epoch = state.position.epoch; epoch < settings.epochs; ++epoch) {
+    model.set_training(true);
+    loader.seek(epoch, state.position.batch_offset);
+    Timer timer;
+    timer.start();
+    data::Batch batch;
+    while (loader.next(batch)) {
+      const StepResult step = model.compute_gradients(batch.images, batch.labels);
+      state.position.batch_offset = loader.batch_offset();
+      ++state.position.global_step;
+      if (const auto cause = find_non_finite(step.loss_sum, model.named_gradients())) {
+        const std::string message = divergence_message(*cause, epoch + 1, loader.batch_offset(), settings.lr);
+        if (run.on_nan == OnNan::stop) throw DivergenceError(message);
+        ++result.skipped_steps;
+        if (run.warn) run.warn(message + " (--on-nan skip: update dropped)");
+      } else {
+        model.apply_update();
+        state.epoch_sum += step;
+        result.examples_trained += step.examples;
+      }
+      if (on_step) {
+        on_step(static_cast<int>(epoch + 1), loader.batch_offset(), loader.num_batches(), state.epoch_sum.mean_loss(),
+                state.epoch_sum.accuracy());
+      }
+      const int signal = stop_requested();
+      if (checkpointer.due_after_step(state.position.global_step) || (signal != 0 && checkpointer.enabled())) {
+        LoopState snapshot = state;
+        snapshot.epoch_seconds += timer.elapsed();
+        const std::filesystem::path saved = checkpointer.save(snapshot);
+        if (signal != 0) throw TrainingInterrupted(interrupted_message(signal, state.position, saved), signal);
+      }
+      if (signal != 0) throw TrainingInterrupted(interrupted_message(signal, state.position, {}), signal);
+    }
+    const double seconds = timer.stop();
+    result.train_seconds += seconds;
+    EpochStats stats = epoch_stats(static_cast<int>(epoch + 1), state.epoch_sum, state.epoch_seconds + seconds);
+    model.set_training(false);
+    stats.test_acc = model.evaluate(test_data, settings.batch_size);
+    state.history.push_back(stats);
+    state.position = {epoch + 1, 0, state.position.global_step};
+    state.epoch_sum = {};
+    state.epoch_seconds = 0;
+    if (on_epoch) on_epoch(stats);
+    std::filesystem::path saved;
+    if (checkpointer.enabled()) saved = checkpointer.save(state);
+    if (const int signal = stop_requested(); signal != 0 && epoch + 1 < settings.epochs) {
+      throw TrainingInterrupted(interrupted_message(signal, state.position, saved), signal);
+    }
+  }
+  model.set_training(true);
+  result.history = state.history;
+  return result;
+}
+
+}  // namespace dpt::train

@@ -1,0 +1,99 @@
+// The epoch loop both APIs share: shuffled minibatches, the divergence guard before each
+// update, progress callbacks, evaluation after each epoch, checkpoints (every N steps
+// and after every epoch), resuming from the newest checkpoint, and stopping cleanly when
+// asked (SIGINT/SIGTERM). What differs between the APIs, computing a step and what a
+// checkpoint holds, sits behind Trainable.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dpt/checkpoint/checkpoint.h"
+#include "dpt/data/fashion_mnist.h"
+#include "dpt/train/divergence_guard.h"
+#include "dpt/train/stats.h"
+
+namespace dpt::train {
+
+// A model being trained data-parallel, as the loop drives it.
+class Trainable {
+ public:
+  virtual ~Trainable() = default;
+  // Forward and backward of the global batch (X, y) and the gradient allreduce: every
+  // replica then holds the same gradient. Nothing is updated yet.
+  virtual StepResult compute_gradients(const Tensor& X, const Tensor& y) = 0;
+  // The gradients compute_gradients left, by parameter name (one replica's; all are equal).
+  virtual std::vector<std::pair<std::string, Tensor>> named_gradients() const = 0;
+  // The optimizer step on every replica.
+  virtual void apply_update() = 0;
+  // Fraction of `data` predicted right.
+  virtual double evaluate(const data::Dataset& data, int64_t batch_size) = 0;
+  virtual void set_training(bool /*on*/) {}
+  virtual std::vector<std::string> device_names() const = 0;
+  // Parameters, buffers and optimizer state into / out of a checkpoint.
+  virtual void save_state(checkpoint::Checkpoint& into) const = 0;
+  virtual void load_state(const checkpoint::Checkpoint& from, const std::string& source) = 0;
+};
+
+struct ResumeInfo {
+  std::filesystem::path file;
+  checkpoint::Position position;
+  std::vector<std::string> written_on;  // devices
+  std::vector<EpochStats> history;
+};
+
+// How a run is checkpointed, resumed, guarded and stopped (the reliability flags).
+struct RunOptions {
+  std::string checkpoint_dir;    // empty: no checkpoints
+  int64_t checkpoint_every = 0;  // also every N steps (0: after each epoch only)
+  int keep_checkpoints = 2;      // the newest ones; older ones are deleted
+  bool resume = false;           // continue from the newest usable checkpoint in checkpoint_dir
+  OnNan on_nan = OnNan::stop;
+  std::function<int()> stop_signal;                  // polled after each step; nonzero stops
+  std::function<void(const std::string&)> warn;      // skipped steps, refused checkpoints
+  std::function<void(const ResumeInfo&)> on_resume;  // before the first step of a resumed run
+};
+
+// Throws std::invalid_argument naming the flag for options that cannot work.
+void validate(const RunOptions& run);
+
+// Thrown after a stop request, once the step is finished and the checkpoint written.
+class TrainingInterrupted : public std::runtime_error {
+ public:
+  TrainingInterrupted(const std::string& message, int signal) : std::runtime_error(message), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+struct LoopSettings {
+  int epochs = 10;
+  int64_t batch_size = 256;
+  uint64_t seed = 0;  // shuffling
+  float lr = 0.2f;    // for the divergence advice
+  std::string model;  // recorded in checkpoints; resuming checks it
+};
+
+struct LoopResult {
+  std::vector<EpochStats> history;  // every epoch, those of a resumed checkpoint included
+  double train_seconds = 0;         // in this invocation
+  int64_t examples_trained = 0;     // in this invocation
+  int64_t skipped_steps = 0;        // --on-nan skip
+};
+
+// Called after each step with the epoch (1-based), the step (1-based), the steps in the
+// epoch and the running mean loss and accuracy: for a progress bar.
+using StepCallback = std::function<void(int epoch, int64_t step, int64_t steps, double loss, double acc)>;
+using EpochCallback = std::function<void(const EpochStats&)>;
+
+LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
+                        const LoopSettings& settings, const RunOptions& run, const EpochCallback& on_epoch = {},
+                        const StepCallback& on_step = {});
+
+}  // namespace dpt::train

@@ -1,0 +1,212 @@
+// The checkpoint file format and directory: what is written reads back exactly, and a
+// truncated, bit-flipped, foreign or future-version file is refused with a message that
+// names it, while earlier checkpoints stay usable.
+#include "dpt/checkpoint/checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/checkpoint/checkpoint_summary.h"
+#include "test_support.h"
+
+using namespace dpt;
+using checkpoint::Checkpoint;
+using checkpoint::CheckpointError;
+using dpt::testing_support::error_of;
+using testing::HasSubstr;
+
+namespace {
+
+Checkpoint sample(int64_t global_step = 7) {
+  Checkpoint c;
+  c.model = "lenet (scratch API)";
+  c.seed = 3;
+  c.batch_size = 64;
+  c.train_examples = 512;
+  c.devices = {"cpu:0", "cpu:1"};
+  c.position = {1, 3, global_step};
+  c.epoch_sum = {123.5, 40, 192};
+  c.epoch_seconds = 1.25;
+  train::EpochStats e;
+  e.epoch = 1;
+  e.train_loss = 2.1;
+  e.train_acc = 0.3;
+  e.test_acc = 0.4;
+  e.seconds = 2.5;
+  e.examples_per_sec = 204.8;
+  c.history = {e};
+  c.params = {{"W1", {2, 3}, {1, -2, 3.5f, 0, 1e-30f, -0.0f}}, {"b1", {2}, {0.25f, 7}}};
+  c.buffers = {{"bn.running_mean", {2}, {0.5f, 0.75f}}};
+  c.momentum = {{"W1", {2, 3}, {6, 5, 4, 3, 2, 1}}};
+  return c;
+}
+
+std::vector<uint8_t> read_all(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_all(const std::filesystem::path& file, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dpt_checkpoint_test_" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST(CheckpointFormat, RoundTripsEveryField) {
+  const Checkpoint c = sample();
+  const Checkpoint back = checkpoint::decode(checkpoint::encode(c), "mem");
+  EXPECT_EQ(back.model, c.model);
+  EXPECT_EQ(back.seed, 3u);
+  EXPECT_EQ(back.batch_size, 64);
+  EXPECT_EQ(back.train_examples, 512);
+  EXPECT_EQ(back.devices, c.devices);
+  EXPECT_EQ(back.position.epoch, 1);
+  EXPECT_EQ(back.position.batch_offset, 3);
+  EXPECT_EQ(back.position.global_step, 7);
+  EXPECT_EQ(back.epoch_sum.loss_sum, 123.5);
+  EXPECT_EQ(back.epoch_sum.correct, 40);
+  EXPECT_EQ(back.epoch_sum.examples, 192);
+  EXPECT_EQ(back.epoch_seconds, 1.25);
+  ASSERT_EQ(back.history.size(), 1u);
+  EXPECT_EQ(back.history[0].test_acc, 0.4);
+  ASSERT_EQ(back.params.size(), 2u);
+  EXPECT_EQ(back.params[0].name, "W1");
+  EXPECT_EQ(back.params[0].shape, (Shape{2, 3}));
+  // Bit for bit, signed zero and denormal-range values included.
+  EXPECT_EQ(std::memcmp(back.params[0].values.data(), c.params[0].values.data(), 6 * sizeof(float)), 0);
+  EXPECT_EQ(back.buffers[0].name, "bn.running_mean");
+  EXPECT_EQ(back.momentum[0].values, c.momentum[0].values);
+  EXPECT_EQ(checkpoint::digest(back.params), checkpoint::digest(c.params));
+}
+
+TEST(CheckpointFormat, StartsWithTheDocumentedHeader) {
+  const std::vector<uint8_t> bytes = checkpoint::encode(sample());
+  ASSERT_GT(bytes.size(), 20u);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 8), "DPTCKPT\n");
+  EXPECT_EQ(bytes[8], checkpoint::kFormatVersion);  // u32 little-endian
+  uint64_t body = 0;
+  for (int i = 0; i < 8; ++i) body |= uint64_t{bytes[12 + i]} << (8 * i);
+  EXPECT_EQ(body, bytes.size() - 20 - 4) << "header, body, then a 4-byte CRC";
+}
+
+TEST(CheckpointFormat, RefusesEveryTruncation) {
+  const std::vector<uint8_t> bytes = checkpoint::encode(sample());
+  for (size_t keep = 0; keep < bytes.size(); keep += 1 + keep / 16) {
+    const std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep));
+    const std::string error = error_of<CheckpointError>([&] { checkpoint::decode(cut, "f.ckpt"); });
+    EXPECT_THAT(error, HasSubstr("checkpoint f.ckpt")) << "kept " << keep << " bytes";
+    if (keep >= 20) {
+      EXPECT_THAT(error, HasSubstr("truncated")) << "kept " << keep << " bytes";
+    }
+  }
+}
+
+TEST(CheckpointFormat, RefusesEveryFlippedBit) {
+  const std::vector<uint8_t> bytes = checkpoint::encode(sample());
+  // Every bit past the magic: the version, the length or the CRC check catches it.
+  for (size_t byte = 8; byte < bytes.size(); ++byte) {
+    for (int bit = 0; bit < 8; bit += 3) {
+      std::vector<uint8_t> flipped = bytes;
+      flipped[byte] ^= static_cast<uint8_t>(1u << bit);
+      EXPECT_THROW(checkpoint::decode(flipped, "f.ckpt"), CheckpointError) << "byte " << byte << " bit " << bit;
+    }
+  }
+  std::vector<uint8_t> flipped = bytes;
+  flipped[bytes.size() / 2] ^= 0x10;
+  EXPECT_EQ(error_of<CheckpointError>([&] { checkpoint::decode(flipped, "f.ckpt"); }),
+            "checkpoint f.ckpt is damaged: its CRC-32 checksum does not match its contents; use an earlier "
+            "checkpoint");
+}
+
+TEST(CheckpointFormat, NamesForeignFilesAndOtherVersions) {
+  const std::vector<uint8_t> text{'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '!'};
+  EXPECT_EQ(error_of<CheckpointError>([&] { checkpoint::decode(text, "x.ckpt"); }),
+            "checkpoint x.ckpt is not a dptrain checkpoint (no DPTCKPT header)");
+  std::vector<uint8_t> future = checkpoint::encode(sample());
+  future[8] = 2;
+  EXPECT_EQ(error_of<CheckpointError>([&] { checkpoint::decode(future, "x.ckpt"); }),
+            "checkpoint x.ckpt has format version 2, this dptrain reads version 1; resume it with the dptrain "
+            "that wrote it");
+  std::vector<uint8_t> longer = checkpoint::encode(sample());
+  longer.push_back(0);
+  EXPECT_THAT(error_of<CheckpointError>([&] { checkpoint::decode(longer, "x.ckpt"); }),
+              HasSubstr("1 unexpected bytes after its data"));
+}
+
+TEST(CheckpointFormat, CopyIntoChecksNamesAndShapes) {
+  const Checkpoint c = sample();
+  Tensor w = Tensor::zeros({2, 3});
+  Tensor b = Tensor::zeros({2});
+  checkpoint::copy_into(c.params, {{"W1", w}, {"b1", b}}, "parameters", "f.ckpt");
+  EXPECT_EQ(b.to_vector(), (std::vector<float>{0.25f, 7}));
+  EXPECT_EQ(error_of<CheckpointError>([&] {
+              checkpoint::copy_into(c.params, {{"W1", w}}, "parameters", "f.ckpt");
+            }),
+            "checkpoint f.ckpt holds 2 parameters but the model has 1; it was written for another model (check "
+            "--model and --api)");
+  Tensor wide = Tensor::zeros({2, 4});
+  EXPECT_EQ(error_of<CheckpointError>([&] {
+              checkpoint::copy_into(c.params, {{"W1", wide}, {"b1", b}}, "parameters", "f.ckpt");
+            }),
+            "checkpoint f.ckpt: parameters 0 is W1 [2, 3] but the model's is W1 [2, 4]; it was written for another "
+            "model");
+}
+
+TEST(CheckpointDir, SavesAtomicallyAndKeepsTheNewest) {
+  const auto dir = fresh_dir("keep");
+  for (int64_t step : {3, 6, 9}) checkpoint::save(dir, sample(step), /*keep=*/2);
+  const auto files = checkpoint::list(dir);
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].filename(), "step-000000006.ckpt");
+  EXPECT_EQ(files[1].filename(), "step-000000009.ckpt");
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().extension(), ".ckpt") << "no temporary file is left behind: " << entry.path();
+  }
+  EXPECT_EQ(checkpoint::load(files[1]).position.global_step, 9);
+}
+
+TEST(CheckpointDir, SkipsADamagedNewestFileAndKeepsThePrevious) {
+  const auto dir = fresh_dir("damaged");
+  checkpoint::save(dir, sample(3));
+  const auto newest = checkpoint::save(dir, sample(6));
+  std::vector<uint8_t> bytes = read_all(newest);
+  bytes[bytes.size() / 3] ^= 0x01;  // one flipped bit on disk
+  write_all(newest, bytes);
+
+  EXPECT_THAT(error_of<CheckpointError>([&] { checkpoint::load(newest); }), HasSubstr("CRC-32 checksum"));
+  const checkpoint::Loaded loaded = checkpoint::load_latest(dir);
+  EXPECT_EQ(loaded.file.filename(), "step-000000003.ckpt");
+  EXPECT_EQ(loaded.checkpoint.position.global_step, 3);
+  ASSERT_EQ(loaded.refused.size(), 1u);
+  EXPECT_THAT(loaded.refused[0], HasSubstr("step-000000006.ckpt is damaged"));
+  EXPECT_TRUE(std::filesystem::exists(newest)) << "the damaged file is left for the user to inspect";
+
+  // Truncate the older one too: nothing usable is left, and the error lists both causes.
+  const auto older = dir / "step-000000003.ckpt";
+  std::filesystem::resize_file(older, std::filesystem::file_size(older) - 10);
+  const std::string error = error_of<CheckpointError>([&] { checkpoint::load_latest(dir); });
+  EXPECT_THAT(error, HasSubstr("no usable checkpoint in " + dir.string()));
+  EXPECT_THAT(error, HasSubstr("step-000000006.ckpt is damaged: its CRC-32"));
+  EXPECT_THAT(error, HasSubstr("step-000000003.ckpt is damaged: it is truncated"));
+}
+
+TEST(CheckpointDir, ExplainsAnEmptyOrMissingDirectory) {
+  EXPECT_EQ(error_of<CheckpointError>([&] { checkpoint::load_latest(fresh_dir("none")); }),
+            "no usable checkpoint in " + fresh_dir("none").string() +
+                " (no step-*.ckpt files; train with --checkpoint-dir first)");
+  EXPECT_THAT(error_of<std::runtime_error>([] { checkpoint::save("/proc/no/such/dir", sample()); }),
+              HasSubstr("cannot create checkpoint directory /proc/no/such/dir"));
+}
