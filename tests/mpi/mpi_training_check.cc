@@ -1,0 +1,142 @@
+// Training over MPI, run by mpirun with 2 and 3 ranks on loopback (see CMakeLists.txt):
+// N processes, each with one device, its shard of every global batch (a sharded
+// BatchLoader) and an MPI communicator, end an epoch of LeNet training with exactly the
+// parameters (bit for bit) that one process on N devices ends with, with and without
+// gradient buckets overlapped with backward; they report the same loss and accuracy, and
+// split evaluation across the processes to the same count. The data set is cut so that the
+// last batch has fewer examples than ranks: a process with an empty shard still takes part.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../mpi/mpi_test_main.h"
+#include "dpt/core/random.h"
+#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/loader.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/models.h"
+#include "dpt/optim/optimizer.h"
+#include "dpt/parallel/data_parallel.h"
+#include "dpt/parallel/device_list.h"
+#include "dpt/parallel/mpi_communicator.h"
+
+using dpt::testing_support::g_mpi;
+namespace nn = dpt::nn;
+
+namespace {
+
+dpt::data::Dataset random_dataset(int64_t n, uint64_t seed) {
+  dpt::Rng rng(seed);
+  dpt::data::Dataset data;
+  for (int64_t i = 0; i < n * 28 * 28; ++i) data.pixels.push_back(static_cast<uint8_t>(rng() % 256));
+  for (int64_t i = 0; i < n; ++i) data.labels.push_back(static_cast<int64_t>(rng() % 10));
+  return data;
+}
+
+struct Outcome {
+  std::vector<std::vector<float>> params;
+  std::vector<dpt::train::StepResult> steps;
+  int64_t test_correct = 0;
+};
+
+// One epoch of LeNet + SGD with momentum. `group` distributed: this process is one rank
+// with one device and reads its shard; otherwise `devices` CPU devices in this process.
+Outcome train_epoch(const dpt::data::Dataset& train, const dpt::data::Dataset& test, int devices,
+                    dpt::parallel::ProcessGroup group, double bucket_mb) {
+  auto net = nn::lenet_module();
+  nn::init_weights(*net, nn::Init::kaiming, 21);
+  dpt::parallel::DataParallelOptions options;
+  options.cores = devices;  // one core (one oneDNN thread) per device, here and in every process
+  options.bucket_mb = bucket_mb;
+  options.process_group = group;
+  dpt::parallel::DataParallel dp(std::move(net), dpt::parallel::cpu_devices(devices), options);
+  dpt::optim::SGD sgd(dp.replica_parameters(), {0.05f, 0.9f, 1e-4f});
+  dpt::data::BatchLoader loader(train, 32, /*shuffle=*/true, 3);
+  if (group.distributed()) loader.set_shard(group.rank, group.size());
+  loader.start_epoch(0);
+  Outcome outcome;
+  dpt::data::Batch batch;
+  while (loader.next(batch)) {
+    sgd.zero_grad();
+    outcome.steps.push_back(dp.forward_backward(batch));
+    sgd.step();
+  }
+  dp.eval();
+  outcome.test_correct = dp.count_correct(test, 16);
+  for (const dpt::Tensor& p : dp.module().parameters()) outcome.params.push_back(p.to_vector());
+  return outcome;
+}
+
+class MpiTraining : public ::testing::TestWithParam<double> {};
+
+TEST_P(MpiTraining, NProcessesEndWithTheParametersOfOneProcessOnNDevices) {
+  const int n = g_mpi->size(), rank = g_mpi->rank();
+  const double bucket_mb = GetParam();
+  // 66 examples in batches of 32: 32, 32, 2 (with 3 ranks the last rank's shard is empty).
+  const dpt::data::Dataset train = random_dataset(66, 1), test = random_dataset(37, 2);
+  auto comm = g_mpi->communicator("ring", 120);
+  const Outcome distributed = train_epoch(train, test, 1, {comm, rank}, bucket_mb);
+  ASSERT_EQ(distributed.steps.size(), 3u);
+  EXPECT_EQ(distributed.steps[2].examples, 2);  // every process reports the global batch
+
+  if (rank == 0) {
+    const Outcome local = train_epoch(train, test, n, {}, bucket_mb);
+    ASSERT_EQ(local.params.size(), distributed.params.size());
+    for (size_t i = 0; i < local.params.size(); ++i) {
+      EXPECT_EQ(std::memcmp(local.params[i].data(), distributed.params[i].data(), local.params[i].size() * 4), 0)
+          << "parameter " << i << " differs between " << n << " processes and " << n << " devices";
+    }
+    for (size_t s = 0; s < local.steps.size(); ++s) {
+      EXPECT_EQ(distributed.steps[s].examples, local.steps[s].examples);
+      EXPECT_EQ(distributed.steps[s].correct, local.steps[s].correct);
+      // Summed in float over the processes, in double over the devices.
+      EXPECT_NEAR(distributed.steps[s].loss_sum, local.steps[s].loss_sum, 1e-4 * local.steps[s].loss_sum);
+    }
+    EXPECT_EQ(distributed.test_correct, local.test_correct);
+
+    if (bucket_mb > 0) {
+      // Buckets change only where the ring cuts the buffer: with 2 ranks nothing, with 3
+      // the association of three-term sums.
+      const Outcome unbucketed = train_epoch(train, test, n, {}, 0.0);
+      for (size_t i = 0; i < unbucketed.params.size(); ++i) {
+        for (size_t k = 0; k < unbucketed.params[i].size(); ++k) {
+          const float a = unbucketed.params[i][k], b = distributed.params[i][k];
+          if (n == 2) {
+            ASSERT_EQ(a, b) << "parameter " << i << " element " << k;
+          } else {
+            ASSERT_NEAR(a, b, 1e-5f * (std::fabs(a) + 1e-2f)) << "parameter " << i << " element " << k;
+          }
+        }
+      }
+    }
+  }
+  comm->barrier(rank);
+}
+
+// 0: one allreduce after backward; 0.05 MiB: LeNet's gradients in 4 buckets, overlapped.
+INSTANTIATE_TEST_SUITE_P(Buckets, MpiTraining, ::testing::Values(0.0, 0.05));
+
+TEST(MpiTrainingErrors, AProcessWithSeveralDevicesIsRefused) {
+  auto comm = g_mpi->communicator("ring", 60);
+  dpt::parallel::DataParallelOptions options;
+  options.process_group = {comm, g_mpi->rank()};
+  EXPECT_THROW(
+      {
+        try {
+          dpt::parallel::DataParallel(nn::lenet_module(), dpt::parallel::cpu_devices(2), options);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("one device per process"));
+          throw;
+        }
+      },
+      std::invalid_argument);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return dpt::testing_support::run_mpi_tests(argc, argv); }
