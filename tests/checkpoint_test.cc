@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -90,6 +92,16 @@ TEST(CheckpointFormat, RoundTripsEveryField) {
   EXPECT_EQ(back.buffers[0].name, "bn.running_mean");
   EXPECT_EQ(back.momentum[0].values, c.momentum[0].values);
   EXPECT_EQ(checkpoint::digest(back.params), checkpoint::digest(c.params));
+}
+
+TEST(CheckpointFormat, KeepsTheNanOfAnEpochWhoseStepsWereAllSkipped) {
+  Checkpoint c = sample();
+  c.history[0].train_loss = std::nan("");  // 0 / 0: --on-nan skip dropped every step
+  c.epoch_sum.loss_sum = std::numeric_limits<double>::infinity();
+  const Checkpoint back = checkpoint::decode(checkpoint::encode(c), "mem");
+  EXPECT_TRUE(std::isnan(back.history[0].train_loss));
+  EXPECT_TRUE(std::isnan(back.epoch_sum.loss_sum)) << "JSON keeps no infinity: it reads back as NaN";
+  EXPECT_EQ(back.history[0].test_acc, 0.4);
 }
 
 TEST(CheckpointFormat, StartsWithTheDocumentedHeader) {

@@ -148,16 +148,22 @@ nlohmann::json history_json(const std::vector<train::EpochStats>& history) {
   return list;
 }
 
+// JSON has no NaN or infinity: nlohmann writes them as null (an epoch whose every step
+// was skipped has a NaN mean loss), so null reads back as NaN.
+double number(const nlohmann::json& value) {
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
 std::vector<train::EpochStats> history_from(const nlohmann::json& list) {
   std::vector<train::EpochStats> history;
   for (const nlohmann::json& e : list) {
     train::EpochStats s;
     s.epoch = e.at("epoch").get<int>();
-    s.train_loss = e.at("train_loss").get<double>();
-    s.train_acc = e.at("train_acc").get<double>();
-    s.test_acc = e.at("test_acc").get<double>();
-    s.seconds = e.at("seconds").get<double>();
-    s.examples_per_sec = e.at("examples_per_sec").get<double>();
+    s.train_loss = number(e.at("train_loss"));
+    s.train_acc = number(e.at("train_acc"));
+    s.test_acc = number(e.at("test_acc"));
+    s.seconds = number(e.at("seconds"));
+    s.examples_per_sec = number(e.at("examples_per_sec"));
     history.push_back(s);
   }
   return history;
@@ -193,10 +199,10 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     c.position.epoch = meta.at("epoch").get<int64_t>();
     c.position.batch_offset = meta.at("batch_offset").get<int64_t>();
     c.position.global_step = meta.at("global_step").get<int64_t>();
-    c.epoch_sum.loss_sum = meta.at("epoch_loss_sum").get<double>();
+    c.epoch_sum.loss_sum = number(meta.at("epoch_loss_sum"));
     c.epoch_sum.correct = meta.at("epoch_correct").get<int64_t>();
     c.epoch_sum.examples = meta.at("epoch_examples").get<int64_t>();
-    c.epoch_seconds = meta.at("epoch_seconds").get<double>();
+    c.epoch_seconds = number(meta.at("epoch_seconds"));
     c.history = history_from(meta.at("history"));
   } catch (const nlohmann::json::exception& e) {
     damaged(source, std::string("its metadata is unreadable (") + e.what() + ")");
@@ -207,8 +213,6 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
 }
 
 }  // namespace
-
-NamedTensor to_named(const std::string& name, const Tensor& t) { return {name, t.shape(), t.to_vector()}; }
 
 std::vector<uint8_t> encode(const Checkpoint& c) {
   Writer body;
@@ -278,24 +282,6 @@ Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source) {
   }
   if (body.remaining() != 0) damaged(source, "it has bytes after its last tensor");
   return c;
-}
-
-void copy_into(const std::vector<NamedTensor>& saved, const std::vector<std::pair<std::string, Tensor>>& tensors,
-               const std::string& what, const std::string& source) {
-  if (saved.size() != tensors.size()) {
-    throw CheckpointError("checkpoint " + source + " holds " + std::to_string(saved.size()) + " " + what +
-                          " but the model has " + std::to_string(tensors.size()) +
-                          "; it was written for another model (check --model and --api)");
-  }
-  for (size_t i = 0; i < saved.size(); ++i) {
-    const auto& [name, tensor] = tensors[i];
-    if (saved[i].name != name || saved[i].shape != tensor.shape()) {
-      throw CheckpointError("checkpoint " + source + ": " + what + " " + std::to_string(i) + " is " + saved[i].name +
-                            " " + shape_str(saved[i].shape) + " but the model's is " + name + " " +
-                            shape_str(tensor.shape()) + "; it was written for another model");
-    }
-    tensor.copy_from(Tensor::from_vector(saved[i].values, saved[i].shape));
-  }
 }
 
 }  // namespace dpt::checkpoint

@@ -10,9 +10,17 @@ OnNan parse_on_nan(std::string_view text) {
   throw std::invalid_argument("--on-nan must be stop or skip, got '" + std::string(text) + "'");
 }
 
+namespace {
+// "nan", "inf" or "-inf" (std::to_string would print "-nan" for some NaNs).
+std::string non_finite_str(double value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+}  // namespace
+
 std::optional<std::string> find_non_finite(double loss_sum,
                                            const std::vector<std::pair<std::string, Tensor>>& gradients) {
-  if (!std::isfinite(loss_sum)) return "the loss is " + std::to_string(loss_sum);
+  if (!std::isfinite(loss_sum)) return "the loss is " + non_finite_str(loss_sum);
   for (const auto& [name, grad] : gradients) {
     if (!grad.defined()) continue;
     const float* g = grad.data<float>();
@@ -25,7 +33,7 @@ std::optional<std::string> find_non_finite(double loss_sum,
     }
     if (bad > 0) {
       return "the gradient of " + name + " holds " + std::to_string(bad) + " non-finite value" + (bad == 1 ? "" : "s") +
-             " (the first is " + std::to_string(first) + ")";
+             " (the first is " + non_finite_str(first) + ")";
     }
   }
   return std::nullopt;
