@@ -18,6 +18,8 @@
 #include "dpt/nn/models.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/device_list.h"
+#include "dpt/parallel/mpi_communicator.h"
+#include "dpt/parallel/process_group.h"
 #include "dpt/train/reporters.h"
 #include "dpt/train/stop_request.h"
 #include "dpt/train/train_concise.h"
@@ -50,6 +52,9 @@ struct Flags {
   int keep_checkpoints = 2;
   bool resume = false;
   std::string on_nan = "stop";
+  std::string dist = "none";
+  double bucket_mb = 0;
+  double collective_timeout = 300;
 };
 
 void add_train_flags(CLI::App& train, Flags& f) {
@@ -103,6 +108,21 @@ void add_train_flags(CLI::App& train, Flags& f) {
       .add_option("--on-nan", f.on_nan, "A NaN/Inf loss or gradient: stop with the step and layer, or skip the update")
       ->check(CLI::IsMember({"stop", "skip"}))
       ->capture_default_str();
+  train
+      .add_option("--dist", f.dist,
+                  "none: the devices are threads of this process; mpi: one process per device, started by "
+                  "mpirun -np N (each with --devices cpu:1), rank 0 alone printing and writing files")
+      ->check(CLI::IsMember({"none", "mpi"}))
+      ->capture_default_str();
+  train
+      .add_option("--bucket-mb", f.bucket_mb,
+                  "Allreduce the gradients in buckets of this many MiB, each as soon as backward has produced it "
+                  "(overlapping communication with backward); 0: one allreduce after backward")
+      ->capture_default_str();
+  train
+      .add_option("--collective-timeout", f.collective_timeout,
+                  "--dist mpi: seconds a collective waits for the other processes before the whole job is stopped")
+      ->capture_default_str();
 }
 
 // Throws with the flag's name for combinations that cannot work.
@@ -128,9 +148,8 @@ data::Dataset load_split(const Flags& f, data::Split split, int64_t limit) {
 // user sees, shared by both APIs.
 class Reporting {
  public:
-  Reporting(const Flags& f, const std::vector<Device>& devices)
-      : flags_(f), terminal_(train::ProgressBar::is_terminal(stdout)) {
-    for (const Device& d : devices) device_names_.push_back(d.str());
+  Reporting(const Flags& f, std::vector<std::string> device_names)
+      : flags_(f), terminal_(train::ProgressBar::is_terminal(stdout)), device_names_(std::move(device_names)) {
     // A resumed run adds its epochs to the metrics of the run it continues.
     if (!f.metrics_file.empty()) metrics_.emplace(f.metrics_file, /*append=*/f.resume);
   }
@@ -206,9 +225,26 @@ class Reporting {
   std::vector<train::EpochStats> history_;
 };
 
-int run_train(Flags& f) {
+// With --dist mpi: MPI for the whole run, and this process's place in the job. Only rank 0
+// prints to stdout and writes metrics, plots and checkpoints; the others' stdout is muted.
+parallel::ProcessGroup join_job(Flags& f, std::optional<parallel::MpiRuntime>& mpi) {
+  if (f.dist != "mpi") return {};
+  mpi.emplace();  // throws in a build without MPI, saying how to get it
+  parallel::ProcessGroup group{mpi->communicator(f.allreduce, f.collective_timeout), mpi->rank()};
+  if (!group.is_root()) {
+    f.metrics_file.clear();
+    f.plot_file.clear();
+    if (!std::freopen("/dev/null", "w", stdout))
+      throw std::runtime_error("cannot mute stdout of rank " + std::to_string(group.rank));
+  }
+  return group;
+}
+
+int run_train(Flags& f, std::optional<parallel::MpiRuntime>& mpi) {
   check_flags(f);
   const std::vector<Device> devices = parallel::parse_device_list(f.devices, /*cuda_device_count=*/0);
+  parallel::bucket_bytes_from_mb(f.bucket_mb);  // a bad --bucket-mb fails before MPI starts
+  const parallel::ProcessGroup group = join_job(f, mpi);
   train::ScratchConfig scratch;  // also carries the checks shared by both APIs
   scratch.epochs = f.epochs;
   scratch.batch_size = f.batch_size;
@@ -217,7 +253,10 @@ int run_train(Flags& f) {
   scratch.devices = devices;
   scratch.allreduce = f.allreduce;
   scratch.cores = f.cores;
-  Reporting reporting(f, devices);  // opens the metrics file now: a bad path fails before training
+  scratch.bucket_mb = f.bucket_mb;
+  scratch.process_group = group;
+  Reporting reporting(
+      f, parallel::device_names(devices, group));  // opens the metrics file now: a bad path fails before training
   scratch.run = reporting.run_options();
   train::validate(scratch);
   train::validate(scratch.run);
@@ -225,34 +264,39 @@ int run_train(Flags& f) {
   const data::Dataset train_data = load_split(f, data::Split::train, f.train_limit);
   const data::Dataset test_data = load_split(f, data::Split::test, f.test_limit);
   const int threads = std::max(1, f.cores / static_cast<int>(devices.size()));
+  const std::string placement =
+      group.distributed() ? std::to_string(group.size()) + " MPI processes with " + device_list_str(devices) + " each"
+                          : device_list_str(devices);
+  const std::string allreduce = (group.distributed() ? group.comm->name() : f.allreduce) +
+                                (f.bucket_mb > 0 ? ", " + std::to_string(f.bucket_mb) + " MiB buckets" : "");
   std::printf(
       "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
       "from %s, batch %lld, lr %g, %d epochs\n",
-      f.model.c_str(), f.api.c_str(), device_list_str(devices).c_str(), threads, threads == 1 ? "" : "s",
-      f.allreduce.c_str(), static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()),
-      f.data_dir.c_str(), static_cast<long long>(f.batch_size), f.lr, f.epochs);
+      f.model.c_str(), f.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
+      static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), f.data_dir.c_str(),
+      static_cast<long long>(f.batch_size), f.lr, f.epochs);
   std::fflush(stdout);
   train::install_stop_handlers();
 
   if (f.api == "scratch") {
     const train::TrainSummary summary = train::train_lenet_from_scratch(
         train_data, test_data, scratch, reporting.epoch_callback(), reporting.step_callback());
-    std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", summary.test_acc, summary.sec_per_epoch,
-                device_list_str(devices).c_str());
+    std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", summary.test_acc, summary.sec_per_epoch, placement.c_str());
     return 0;
   }
 
   std::unique_ptr<nn::Module> net = f.model == "lenet" ? std::unique_ptr<nn::Module>(nn::lenet_module())
                                                        : std::unique_ptr<nn::Module>(nn::resnet18(10, 1));
   nn::init_weights(*net, nn::parse_init(f.init), f.seed);
-  parallel::DataParallel parallel_net(std::move(net), devices, f.allreduce, f.cores);
+  parallel::DataParallel parallel_net(std::move(net), devices,
+                                      parallel::DataParallelOptions{f.allreduce, f.cores, f.bucket_mb, group});
   optim::SGD optimizer(parallel_net.replica_parameters(), {f.lr, f.momentum, f.weight_decay});
   const train::TrainHistory history = train::train(parallel_net, optimizer, train_data, test_data,
                                                    {f.epochs, f.batch_size, f.seed, f.model, scratch.run},
                                                    reporting.epoch_callback(), reporting.step_callback());
   const train::EpochStats& last = history.epochs.back();
   std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);
-  std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, device_list_str(devices).c_str());
+  std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, placement.c_str());
   return 0;
 }
 
@@ -277,12 +321,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  std::optional<parallel::MpiRuntime> mpi;  // --dist mpi; finalised after everything else
   try {
-    return info->parsed() ? show_checkpoint(checkpoint_file) : run_train(flags);
+    return info->parsed() ? show_checkpoint(checkpoint_file) : run_train(flags, mpi);
   } catch (const train::TrainingInterrupted& e) {
-    std::fprintf(stderr, "dptrain: %s\n", e.what());
+    // Under MPI every rank agreed to stop after the same step; rank 0 speaks for them.
+    if (!mpi || mpi->rank() == 0) std::fprintf(stderr, "dptrain: %s\n", e.what());
     return 128 + e.signal();  // the shell's convention for "ended by signal N"
   } catch (const std::exception& e) {
+    if (mpi) {
+      // One rank's error ends the job on every rank (MPI_Abort), never leaving them waiting.
+      std::fprintf(stderr, "dptrain: error: rank %d of %d (%s): %s\n", mpi->rank(), mpi->size(), mpi->host().c_str(),
+                   e.what());
+      parallel::MpiRuntime::abort_job(1);
+    }
     std::fprintf(stderr, "dptrain: error: %s\n", e.what());
     return 1;
   }

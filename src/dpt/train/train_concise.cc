@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "dpt/parallel/process_group.h"
+
 namespace dpt::train {
 namespace {
 
@@ -15,6 +17,13 @@ class DataParallelTrainable : public Trainable {
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override {
     return net_.forward_backward(X, y);  // zeroes the previous gradients first
   }
+  StepResult compute_batch_gradients(const data::Batch& batch) override { return net_.forward_backward(batch); }
+  std::pair<int64_t, int64_t> data_shard() const override {
+    const parallel::ProcessGroup& group = net_.process_group();
+    return {group.rank, group.size()};
+  }
+  bool writes_checkpoints() const override { return net_.process_group().is_root(); }
+  int agree_on_stop(int signal) override { return parallel::agree_on_stop(net_.process_group(), signal); }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override {
     std::vector<std::pair<std::string, Tensor>> grads;
     for (const auto& [name, p] : net_.module().named_parameters()) grads.emplace_back(name, p.grad());
@@ -26,9 +35,7 @@ class DataParallelTrainable : public Trainable {
   }
   void set_training(bool on) override { net_.train(on); }
   std::vector<std::string> device_names() const override {
-    std::vector<std::string> names;
-    for (const Device& d : net_.devices()) names.push_back(d.str());
-    return names;
+    return parallel::device_names(net_.devices(), net_.process_group());
   }
 
   void save_state(checkpoint::Checkpoint& into) const override {

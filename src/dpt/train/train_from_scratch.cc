@@ -10,6 +10,7 @@
 #include "dpt/ops/ops.h"
 #include "dpt/optim/sgd.h"
 #include "dpt/parallel/allreduce.h"
+#include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/train/timer.h"
 
@@ -23,6 +24,19 @@ void validate(const ScratchConfig& config) {
   }
   optim::check_learning_rate(config.lr);
   if (config.devices.empty()) throw std::invalid_argument("--devices names no device");
+  if (config.process_group.distributed()) {
+    if (config.devices.size() != 1) {
+      throw std::invalid_argument("--dist mpi runs one device per process, got --devices with " +
+                                  std::to_string(config.devices.size()) +
+                                  "; use --devices cpu:1 and start more processes (mpirun -np N)");
+    }
+    if (config.batch_size < config.process_group.size()) {
+      throw std::invalid_argument("--batch-size " + std::to_string(config.batch_size) + " is smaller than the " +
+                                  std::to_string(config.process_group.size()) +
+                                  " processes: every process needs at least one example per batch");
+    }
+  }
+  parallel::bucket_bytes_from_mb(config.bucket_mb);  // throws for a bad --bucket-mb
   if (config.batch_size < static_cast<int64_t>(config.devices.size())) {
     throw std::invalid_argument("--batch-size " + std::to_string(config.batch_size) + " is smaller than the " +
                                 std::to_string(config.devices.size()) +
@@ -40,31 +54,81 @@ const ScratchConfig& validated(const ScratchConfig& config) {
 ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params)
     : config_(validated(config)),
       pool_(config.devices, config.cores),
-      comm_(parallel::make_in_process_communicator(config.allreduce, static_cast<int>(config.devices.size()))),
+      comm_(config.process_group.distributed()
+                ? config.process_group.comm
+                : parallel::make_in_process_communicator(config.allreduce, static_cast<int>(config.devices.size()))),
       grad_buffers_(config.devices.size()) {
   for (const Device& device : config.devices) device_params_.push_back(parallel::replicate(initial_params, device));
+  if (const size_t bytes = parallel::bucket_bytes_from_mb(config.bucket_mb); bytes > 0) {
+    for (size_t i = 0; i < device_params_.size(); ++i) {
+      bucketers_.push_back(std::make_unique<parallel::GradientBucketer>(*comm_, global_rank(static_cast<int>(i)),
+                                                                        device_params_[i], bytes));
+    }
+  }
   // One failing device must release its peers from the allreduce instead of hanging them.
   pool_.set_abort_hook([this] { comm_->abort("another device failed during the step"); });
+  if (config_.process_group.distributed()) {
+    // Every process starts from rank 0's parameters, whatever each initialised.
+    pool_.run_on(0, [&] {
+      for (const Tensor& p : device_params_[0]) comm_->broadcast(global_rank(0), p.data<float>(), p.numel(), 0);
+    });
+  }
 }
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
-  const std::vector<parallel::Shard> shards = parallel::split_batch(X, y, devices());
+  if (config_.process_group.distributed()) {
+    throw std::logic_error("ScratchTrainer: in a multi-process job pass the batches of a sharded BatchLoader");
+  }
+  return run_step(parallel::split_batch(X, y, devices()), X.dim(0));
+}
+
+StepResult ScratchTrainer::compute_batch_gradients(const data::Batch& batch) {
+  const parallel::ProcessGroup& group = config_.process_group;
+  if (!group.distributed()) return compute_gradients(batch.images, batch.labels);
+  if (batch.global_size < group.size()) {  // as split_batch refuses it on N devices
+    throw std::invalid_argument("a batch of " + std::to_string(batch.global_size) + " examples cannot be split over " +
+                                std::to_string(group.size()) + " processes; use a batch size and --train-limit " +
+                                "that leave every process at least one example per batch");
+  }
+  const StepResult local = run_step({{batch.images, batch.labels}}, batch.global_size);
+  // Every process reports the job's figures, as one process on N devices would.
+  float figures[3] = {static_cast<float>(local.loss_sum), static_cast<float>(local.correct),
+                      static_cast<float>(local.examples)};
+  comm_->allreduce_sum(group.rank, figures, 3);
+  return {figures[0], static_cast<int64_t>(figures[1]), static_cast<int64_t>(figures[2])};
+}
+
+StepResult ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch) {
   std::vector<StepResult> per_device(shards.size());
   pool_.run_all([&](int rank) {
     const parallel::Shard& shard = shards[rank];
     const std::vector<Tensor>& params = device_params_[rank];
     for (const Tensor& p : params) p.zero_grad();
-    const Tensor logits = nn::lenet(shard.X, params);
-    const Tensor loss = ops::cross_entropy(logits, shard.y, ops::Reduction::sum);
-    loss.backward();
-    parallel::allreduce_gradients(*comm_, rank, params, grad_buffers_[rank]);
+    Tensor logits, loss;
+    const auto forward_backward = [&] {
+      logits = nn::lenet(shard.X, params);
+      loss = ops::cross_entropy(logits, shard.y, ops::Reduction::sum);
+      loss.backward();
+    };
+    if (bucketers_.empty()) {
+      forward_backward();
+      parallel::allreduce_gradients(*comm_, global_rank(rank), params, grad_buffers_[rank]);
+    } else {
+      bucketers_[rank]->backward_and_allreduce(forward_backward, 1.0f);  // sums allreduced while backward runs
+    }
     per_device[rank] = {loss.item(), ops::count_correct(logits.detach(), shard.y), shard.X.dim(0)};
   });
-  pending_batch_ = X.dim(0);
+  pending_batch_ = global_batch;
   StepResult total;
   for (const StepResult& part : per_device) total += part;
   return total;
 }
+
+std::pair<int64_t, int64_t> ScratchTrainer::data_shard() const {
+  return {config_.process_group.rank, config_.process_group.size()};
+}
+
+int ScratchTrainer::agree_on_stop(int signal) { return parallel::agree_on_stop(config_.process_group, signal); }
 
 std::vector<std::pair<std::string, Tensor>> ScratchTrainer::named_gradients() const {
   std::vector<std::pair<std::string, Tensor>> grads;
@@ -84,9 +148,7 @@ StepResult ScratchTrainer::train_batch(const Tensor& X, const Tensor& y) {
 }
 
 std::vector<std::string> ScratchTrainer::device_names() const {
-  std::vector<std::string> names;
-  for (const Device& d : devices()) names.push_back(d.str());
-  return names;
+  return parallel::device_names(devices(), config_.process_group);
 }
 
 namespace {
@@ -113,13 +175,25 @@ void ScratchTrainer::load_state(const checkpoint::Checkpoint& from, const std::s
 }
 
 double ScratchTrainer::evaluate_accuracy(const data::Dataset& data, int64_t batch_size) {
+  const parallel::ProcessGroup& group = config_.process_group;
   int64_t correct = 0;
   pool_.run_on(0, [&] {
     autograd::NoGradGuard no_grad;
     data::BatchLoader loader(data, batch_size, /*shuffle=*/false, 0);
+    // A multi-process job splits evaluation: each process its shard of every test batch.
+    if (group.distributed()) loader.set_shard(group.rank, group.size());
     loader.start_epoch(0);
     data::Batch batch;
-    while (loader.next(batch)) correct += ops::count_correct(nn::lenet(batch.images, device_params_[0]), batch.labels);
+    while (loader.next(batch)) {
+      if (batch.labels.dim(0) > 0) {
+        correct += ops::count_correct(nn::lenet(batch.images, device_params_[0]), batch.labels);
+      }
+    }
+    if (group.distributed()) {
+      float sum = static_cast<float>(correct);  // exact in float below 2^24
+      comm_->allreduce_sum(group.rank, &sum, 1);
+      correct = static_cast<int64_t>(sum);
+    }
   });
   return static_cast<double>(correct) / static_cast<double>(data.size());
 }

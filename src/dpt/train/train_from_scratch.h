@@ -15,6 +15,8 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
+#include "dpt/parallel/gradient_bucketer.h"
+#include "dpt/parallel/replicate.h"
 #include "dpt/train/stats.h"
 #include "dpt/train/training_loop.h"
 
@@ -29,6 +31,8 @@ struct ScratchConfig {
   std::string allreduce = "ring";           // naive | ring
   int cores = parallel::available_cores();  // split between the CPU devices
   RunOptions run;                           // checkpoints, resume, --on-nan, stopping
+  double bucket_mb = 0;                     // gradient buckets allreduced during backward (0: after it)
+  parallel::ProcessGroup process_group;     // a multi-process job (--dist mpi): one device per process
 };
 
 // Checks the parts of a config a user can get wrong, with a message naming the flag.
@@ -48,6 +52,10 @@ class ScratchTrainer : public Trainable {
 
   // Trainable, for the shared training loop.
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override;
+  StepResult compute_batch_gradients(const data::Batch& batch) override;
+  std::pair<int64_t, int64_t> data_shard() const override;
+  bool writes_checkpoints() const override { return config_.process_group.is_root(); }
+  int agree_on_stop(int signal) override;
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
   void apply_update() override;
   double evaluate(const data::Dataset& data, int64_t batch_size) override {
@@ -62,12 +70,18 @@ class ScratchTrainer : public Trainable {
   parallel::Communicator& communicator() { return *comm_; }
 
  private:
+  // Forward, backward and gradient allreduce of shards[i] on local device i.
+  StepResult run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch);
+  int global_rank(int local) const { return config_.process_group.rank + local; }
+
   ScratchConfig config_;
   parallel::DevicePool pool_;
-  std::unique_ptr<parallel::Communicator> comm_;
+  std::shared_ptr<parallel::Communicator> comm_;
   std::vector<std::vector<Tensor>> device_params_;
   std::vector<std::vector<float>> grad_buffers_;  // one flat allreduce buffer per device
   int64_t pending_batch_ = 0;                     // global batch of the gradients not yet applied
+  // One per device with --bucket-mb; declared last, so destroyed (threads joined) first.
+  std::vector<std::unique_ptr<parallel::GradientBucketer>> bucketers_;
 };
 
 struct TrainSummary {

@@ -59,6 +59,7 @@ class Checkpointer {
   }
 
   std::filesystem::path save(const LoopState& state) const {
+    if (!model_.writes_checkpoints()) return {};
     checkpoint::Checkpoint c;
     c.model = settings_.model;
     c.seed = settings_.seed;
@@ -113,8 +114,9 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   const Checkpointer checkpointer(model, settings, run, train_data.size());
   LoopState state = run.resume ? resume(model, settings, run, train_data.size()) : LoopState{};
   data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed);
+  if (const auto [index, count] = model.data_shard(); count > 1) loader.set_shard(index, count);
   LoopResult result;
-  const auto stop_requested = [&] { return run.stop_signal ? run.stop_signal() : 0; };
+  const auto stop_requested = [&] { return model.agree_on_stop(run.stop_signal ? run.stop_signal() : 0); };
 
   for (int64_t epoch = state.position.epoch; epoch < settings.epochs; ++epoch) {
     model.set_training(true);
@@ -123,7 +125,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     timer.start();
     data::Batch batch;
     while (loader.next(batch)) {
-      const StepResult step = model.compute_gradients(batch.images, batch.labels);
+      const StepResult step = model.compute_batch_gradients(batch);
       state.position.batch_offset = loader.batch_offset();
       ++state.position.global_step;
       if (const auto cause = find_non_finite(step.loss_sum, model.named_gradients())) {

@@ -15,6 +15,7 @@
 
 #include "dpt/checkpoint/checkpoint.h"
 #include "dpt/data/fashion_mnist.h"
+#include "dpt/data/loader.h"
 #include "dpt/train/divergence_guard.h"
 #include "dpt/train/stats.h"
 
@@ -27,6 +28,20 @@ class Trainable {
   // Forward and backward of the global batch (X, y) and the gradient allreduce: every
   // replica then holds the same gradient. Nothing is updated yet.
   virtual StepResult compute_gradients(const Tensor& X, const Tensor& y) = 0;
+  // What the loop calls with each batch of its loader: the global batch unless the model
+  // is one process of a multi-process job (data_shard), whose batches are its shards.
+  virtual StepResult compute_batch_gradients(const data::Batch& batch) {
+    return compute_gradients(batch.images, batch.labels);
+  }
+  // Shard {index, count} of every global batch this process reads: {rank, processes} in a
+  // multi-process job, where every process shuffles with the same seed (a distributed
+  // sampler); {0, 1} otherwise.
+  virtual std::pair<int64_t, int64_t> data_shard() const { return {0, 1}; }
+  // Whether this process writes checkpoints: in a multi-process job rank 0 alone does.
+  virtual bool writes_checkpoints() const { return true; }
+  // The stop request every process acts on after this step: in a multi-process job, one
+  // process's SIGINT/SIGTERM stops them all after the same step.
+  virtual int agree_on_stop(int signal) { return signal; }
   // The gradients compute_gradients left, by parameter name (one replica's; all are equal).
   virtual std::vector<std::pair<std::string, Tensor>> named_gradients() const = 0;
   // The optimizer step on every replica.

@@ -1,0 +1,23 @@
+// What the training loops ask of a multi-process job (ProcessGroup, in communicator.h)
+// beyond the gradient allreduce.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dpt/core/device.h"
+#include "dpt/parallel/communicator.h"
+
+namespace dpt::parallel {
+
+// The stop request (a signal number, 0 for none) every process acts on after this step:
+// a SIGINT/SIGTERM that reached any one process stops all of them after the same step, so
+// none is left waiting in the next step's collectives. Without a job: `signal` itself.
+int agree_on_stop(const ProcessGroup& group, int signal);
+
+// Names for the devices of the whole job: this process's devices ("cpu:0", "cpu:1"), or in
+// a multi-process job one per rank ("rank 0 cpu:0", "rank 1 cpu:0", ...; every process runs
+// one device of the kind this one has).
+std::vector<std::string> device_names(const std::vector<Device>& devices, const ProcessGroup& group);
+
+}  // namespace dpt::parallel

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fault handling end to end: one rank of `mpirun -np N dptrain train --dist mpi` fails in
+# the middle of training (DPT_TEST_MPI_FAULT, a switch for these tests), and every rank
+# must stop, with a message saying what happened, within a bounded time, never hang.
+#   MODE exit: rank 1 exits without MPI_Finalize (a crash): mpirun ends the job.
+#   MODE hang: rank 1 stops responding: its peers' collectives time out
+#              (--collective-timeout 3) and MPI_Abort ends the job.
+#   usage: dptrain_mpi_fault.sh DPTRAIN DATA_DIR RANKS MODE; $DPT_MPIRUN starts the ranks.
+set -uo pipefail
+dptrain=$1 data=$2 ranks=$3 mode=$4
+limit=60 # seconds: the job must be over well before this
+read -r -a mpirun <<<"${DPT_MPIRUN:?set DPT_MPIRUN to mpirun and its options}"
+log=$(mktemp)
+start=$(date +%s%N)
+DPT_TEST_MPI_FAULT="1:5:$mode" timeout --kill-after=5 "$limit" "${mpirun[@]}" -x DPT_TEST_MPI_FAULT -np "$ranks" \
+  "$dptrain" train --dist mpi --cores 1 --data "$data" --train-limit 2048 --test-limit 256 --batch-size 64 \
+  --epochs 1 --collective-timeout 3 >"$log" 2>&1
+status=$?
+seconds=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+fail() {
+  echo "FAIL: $1 (exit status $status after $seconds s)"
+  cat "$log"
+  rm -f "$log"
+  exit 1
+}
+[[ $status -eq 124 || $status -eq 137 ]] && fail "the job hung: still running after $limit s"
+[[ $status -eq 0 ]] && fail "the job succeeded although rank 1 failed"
+grep -q "rank 1: DPT_TEST_MPI_FAULT" "$log" || fail "the fault was not injected"
+if [[ $mode == exit ]]; then
+  # mpirun's report names the rank that went away.
+  grep -q "mpirun detected that one or more processes exited with non-zero status" "$log" &&
+    grep -Eq "Process name: \[\[[0-9]+,[0-9]+\],1\]" "$log" || fail "no message from mpirun naming the failed rank"
+else
+  grep -Eq "dptrain: error: rank [0-9]+ of $ranks \(.*\): MPI allreduce .* timed out after 3 s waiting for rank" "$log" ||
+    fail "no timeout message from a waiting rank"
+  grep -q "MPI_ABORT was invoked" "$log" || fail "the job was not aborted"
+fi
+grep -E "DPT_TEST_MPI_FAULT|timed out|Process name" "$log" | head -3
+echo "PASS: $ranks ranks, rank 1 ${mode}s mid-training: the job stopped in $seconds s with exit status $status"
+rm -f "$log"
