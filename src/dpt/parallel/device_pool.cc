@@ -66,6 +66,11 @@ void DevicePool::worker_loop(int rank) {
     if (first && abort_hook_) abort_hook_();
     {
       std::lock_guard lock(mutex_);
+      // Drop this worker's reference to its exception before the caller may wake: the
+      // exception (and its message string) then dies on whichever thread holds the last
+      // reference after this lock, never racing with the caller reading it. (libstdc++'s
+      // reference counts are atomics ThreadSanitizer cannot see.)
+      error = nullptr;
       --pending_;
     }
     work_done_.notify_all();
