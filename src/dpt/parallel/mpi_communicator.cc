@@ -150,6 +150,7 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kRingTag = 1;
   static constexpr int kNaiveTag = 2;
   static constexpr int kBroadcastTag = 3;
+  static constexpr Clock::duration kBusyPoll = std::chrono::milliseconds(5);
 
   // Reduce-scatter then all-gather; step s of each exchanges one chunk with each neighbour.
   void ring_allreduce(float* data, size_t count) {
@@ -202,15 +203,13 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  // Polls `requests` until all completed, counting the bytes received. Spins briefly (a
-  // peer that is ready answers within microseconds), then sleeps between polls so that a
-  // rank waiting for a slower peer leaves the core to the compute thread. `peer`: the rank
-  // waited for, named in the timeout message (-1: several). The first `receives` requests
-  // are receives, whose bytes are counted.
+  // Polls `requests` until all completed, counting the bytes received; throws
+  // CollectiveTimeout at the deadline. `peer`: the rank waited for, named in the timeout
+  // message (-1: several). The first `receives` requests are receives, whose bytes count.
   void wait_all(std::vector<MPI_Request>& requests, const char* what, int peer, size_t receives) {
-    const Clock::time_point deadline = Clock::now() + timeout_;
+    const Clock::time_point start = Clock::now(), deadline = start + timeout_;
     std::vector<MPI_Status> statuses(requests.size());
-    for (long polls = 0;; ++polls) {
+    for (;;) {
       int done = 0;
       MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses.data());
       if (done) break;
@@ -223,7 +222,14 @@ class MpiCommunicator final : public Communicator {
                                 (peer >= 0 ? "rank " + std::to_string(peer) : std::string("the other ranks")) +
                                 ", which has died or hangs (--collective-timeout sets the limit)");
       }
-      if (polls > 200) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // A large message moves only while both ends poll (shared-memory fragments), so the
+      // first milliseconds poll flat out, yielding to this process's compute thread; a wait
+      // that lasts longer is for a slower peer and sleeps between polls.
+      if (Clock::now() - start < kBusyPoll) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
     }
     // What actually arrived, as MPI reports it (a send's status carries no count).
     for (size_t i = 0; i < receives; ++i) {
