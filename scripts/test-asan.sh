@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 build_dir=build-asan
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=address
 cmake --build "$build_dir" -j "$(nproc)"
-# detect_leaks: LeakSanitizer runs at exit. oneDNN's JIT and OpenMP runtime are not
-# instrumented, and their per-thread caches live until exit by design: scripts/lsan.supp.
-(cd "$build_dir" &&
-  ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 abort_on_error=1" \
-  LSAN_OPTIONS="suppressions=$PWD/../scripts/lsan.supp print_suppressions=0" \
-  UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" \
-  ctest --output-on-failure -j "$(nproc)")
+cd "$build_dir"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+# LeakSanitizer runs at each test's exit: nothing may be left allocated.
+ASAN_OPTIONS="halt_on_error=1 abort_on_error=1 detect_leaks=1" ctest --output-on-failure -j "$(nproc)" -LE mpi
+# Under mpirun, OpenMPI's ranks leave allocations of plugins it has already unloaded at
+# exit; their stacks lose their modules and cannot be told from ours, so the MPI tests
+# check memory errors and undefined behaviour but not leaks.
+ASAN_OPTIONS="halt_on_error=1 abort_on_error=1 detect_leaks=0" ctest --output-on-failure -L mpi --no-tests=ignore

@@ -188,6 +188,14 @@ TEST(CheckpointDir, SavesAtomicallyAndKeepsTheNewest) {
     EXPECT_EQ(entry.path().extension(), ".ckpt") << "no temporary file is left behind: " << entry.path();
   }
   EXPECT_EQ(checkpoint::load(files[1]).position.global_step, 9);
+  // Other files in the directory are neither listed nor deleted.
+  write_all(dir / "notes.txt", {1, 2});
+  write_all(dir / "step-12.ckpt", {1, 2});
+  write_all(dir / "step-00000001x.ckpt", {1, 2});
+  checkpoint::save(dir, sample(12), /*keep=*/2);
+  EXPECT_EQ(checkpoint::list(dir).size(), 2u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "notes.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "step-12.ckpt"));
 }
 
 TEST(CheckpointDir, SkipsADamagedNewestFileAndKeepsThePrevious) {

@@ -9,14 +9,20 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 namespace dpt::checkpoint {
 namespace {
 
-const std::regex kFilePattern(R"(step-(\d{9,})\.ckpt)");
+// "step-" followed by at least 9 digits and ".ckpt": what file_name_for_step() writes.
+bool is_checkpoint_name(std::string_view name) {
+  constexpr std::string_view kPrefix = "step-", kSuffix = ".ckpt";
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
+  const std::string_view digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  return digits.size() >= 9 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
 
 [[noreturn]] void fail(const std::string& action, const std::filesystem::path& path) {
   throw std::runtime_error("cannot " + action + " " + path.string() + ": " + std::strerror(errno));
@@ -97,7 +103,7 @@ std::vector<std::filesystem::path> list(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return files;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (std::regex_match(entry.path().filename().string(), kFilePattern)) files.push_back(entry.path());
+    if (is_checkpoint_name(entry.path().filename().string())) files.push_back(entry.path());
   }
   // Zero-padded step numbers sort by name in step order.
   std::sort(files.begin(), files.end());
