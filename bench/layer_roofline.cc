@@ -1,0 +1,212 @@
+// Roofline-style report for LeNet: for each layer's forward, backward-data and
+// backward-weights kernel, the time, the FLOPs and the GFLOP/s achieved, against the fp32
+// FMA peak this machine measures (one core, and all cores at once). Memory-bound layers
+// (ReLU, pooling) report GB/s instead. It shows where an epoch's time goes and how far
+// each kernel is from the floor.
+//   bench/layer_roofline [--batch 128] [--threads 1]
+// The defaults are one device of `--devices cpu:2` at batch 256: 128 images, one thread.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dpt/core/denormals.h"
+#include "dpt/core/random.h"
+#include "dpt/nn/lenet.h"
+#include "dpt/ops/cpu/kernels.h"
+
+using namespace dpt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Median seconds of `repeats` calls after a few warm-up calls.
+double median_seconds(const std::function<void()>& f, int repeats = 15) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::nth_element(times.begin(), times.begin() + repeats / 2, times.end());
+  return times[repeats / 2];
+}
+
+// fp32 FMA throughput of one core over one short burst: 12 independent FMA chains keep
+// both FMA pipes busy whatever their latency. One body, compiled for 512-bit and for
+// 256-bit vectors.
+#define DPT_FMA_GFLOPS(NAME, TARGET, LANES)                                             \
+  __attribute__((target(TARGET), noinline)) double NAME() {                             \
+    typedef float vec __attribute__((vector_size(LANES * 4)));                          \
+    constexpr int kChains = 12;                                                         \
+    constexpr long kIterations = 20'000;                                                \
+    vec acc[kChains];                                                                   \
+    for (int c = 0; c < kChains; ++c) acc[c] = vec{} + (1.0f + 0.001f * c);             \
+    const vec a = vec{} + 0.999999f, b = vec{} + 0.000001f;                             \
+    const auto start = Clock::now();                                                    \
+    for (long i = 0; i < kIterations; ++i) {                                            \
+      for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * a + b;                        \
+    }                                                                                   \
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count(); \
+    float sink = 0;                                                                     \
+    for (int c = 0; c < kChains; ++c) sink += acc[c][0];                                \
+    if (sink == 12345.0f) std::puts(""); /* keeps the loop alive */                     \
+    return 2.0 * LANES * kChains * static_cast<double>(kIterations) / seconds / 1e9;    \
+  }
+DPT_FMA_GFLOPS(fma_gflops_avx512, "avx512f", 16)
+DPT_FMA_GFLOPS(fma_gflops_avx2, "avx2,fma", 8)
+
+// The best of many sub-millisecond bursts: a burst the scheduler preempted (another
+// process on the core) only lowers its own figure, not the maximum.
+double best_of_bursts(double (*burst)()) {
+  double best = 0;
+  for (int i = 0; i < 500; ++i) best = std::max(best, burst());
+  return best;
+}
+
+double core_peak_gflops() {
+  if (__builtin_cpu_supports("avx512f")) return best_of_bursts(fma_gflops_avx512);
+  if (__builtin_cpu_supports("fma")) return best_of_bursts(fma_gflops_avx2);
+  return 0;
+}
+
+struct Row {
+  std::string layer, pass;
+  double seconds, gflop, gbytes;  // gflop == 0: a memory-bound layer
+};
+
+void print(const std::vector<Row>& rows, double peak) {
+  std::printf("%-10s %-12s %9s %9s %10s %8s\n", "layer", "pass", "ms", "GFLOP", "GFLOP/s", "of peak");
+  double total = 0;
+  for (const Row& r : rows) {
+    total += r.seconds;
+    if (r.gflop > 0) {
+      const double rate = r.gflop / r.seconds;
+      std::printf("%-10s %-12s %9.2f %9.3f %10.1f %7.0f%%\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, r.gflop,
+                  rate, 100 * rate / peak);
+    } else {
+      std::printf("%-10s %-12s %9.2f %9s %7.1f GB/s\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, "-",
+                  r.gbytes / r.seconds);
+    }
+  }
+  std::printf("%-10s %-12s %9.2f\n", "all", "", total * 1e3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t batch = 128;
+  int threads = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--batch") == 0) batch = std::stoll(argv[i + 1]);
+    if (std::strcmp(argv[i], "--threads") == 0) threads = std::stoi(argv[i + 1]);
+  }
+  flush_denormals_on_this_thread();
+  omp_set_num_threads(threads);
+
+  const double one_core = core_peak_gflops();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<double> per_thread(cores);
+  std::vector<std::thread> workers;
+  for (unsigned c = 0; c < cores; ++c) workers.emplace_back([&, c] { per_thread[c] = core_peak_gflops(); });
+  for (auto& w : workers) w.join();
+  double all_cores = 0;
+  for (double g : per_thread) all_cores += g;
+  const double peak = one_core * threads;
+  std::printf("fp32 FMA peak measured: %.1f GFLOP/s on one core, %.1f GFLOP/s on all %u cores at once\n", one_core,
+              all_cores, cores);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
+    std::printf("(with 256-bit AVX2 FMAs only: %.1f GFLOP/s on one core)\n", best_of_bursts(fma_gflops_avx2));
+  }
+  std::printf("LeNet kernels at batch %lld with %d thread%s (peak for the percentages: %.1f GFLOP/s)\n\n",
+              static_cast<long long>(batch), threads, threads == 1 ? "" : "s", peak);
+
+  const std::vector<Tensor> p = nn::lenet_params(0);
+  Tensor x = Tensor::empty({batch, 1, 28, 28});
+  Rng rng(1);
+  fill_uniform(x, 0.0f, 1.0f, rng);
+  const ops::cpu::ConvGeometry g{};
+  const double B = static_cast<double>(batch);
+  std::vector<Row> rows;
+  const auto add = [&](const std::string& layer, const std::string& pass, double gflop, double gbytes,
+                       const std::function<void()>& f) {
+    rows.push_back({layer, pass, median_seconds(f), gflop, gbytes});
+  };
+
+  // Forward activations, kept to feed the next layer and the backward passes.
+  const Tensor c1 = ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26});
+  const Tensor r1 = ops::cpu::relu_forward(c1);
+  const auto p1 = ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
+  const Tensor c2 = ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9});
+  const Tensor r2 = ops::cpu::relu_forward(c2);
+  const auto p2 = ops::cpu::pool2d_forward(r2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 4, 4});
+  Tensor f2 = Tensor::empty({batch, 800});  // flatten: the plain form of pool2's output
+  f2.copy_from(p2.out);
+  const Tensor l3 = ops::cpu::linear_forward(f2, p[4], p[5]);
+  const Tensor r3 = ops::cpu::relu_forward(l3);
+  const Tensor l4 = ops::cpu::linear_forward(r3, p[6], p[7]);
+
+  const double conv1 = 2 * B * 20 * 26 * 26 * 1 * 9 / 1e9, conv2 = 2 * B * 50 * 9 * 9 * 20 * 25 / 1e9;
+  const double fc3 = 2 * B * 800 * 128 / 1e9, fc4 = 2 * B * 128 * 10 / 1e9;
+  const auto bytes = [&](const Tensor& t) { return 2.0 * static_cast<double>(t.bytes()) / 1e9; };  // read + write
+
+  add("conv1", "forward", conv1, 0, [&] { ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}); });
+  add("relu1", "forward", 0, bytes(c1), [&] { ops::cpu::relu_forward(c1); });
+  add("pool1", "forward", 0, bytes(r1), [&] {
+    ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
+  });
+  add("conv2", "forward", conv2, 0, [&] { ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9}); });
+  add("relu2", "forward", 0, bytes(c2), [&] { ops::cpu::relu_forward(c2); });
+  add("pool2", "forward", 0, bytes(r2), [&] {
+    ops::cpu::pool2d_forward(r2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 4, 4});
+  });
+  add("fc3", "forward", fc3, 0, [&] { ops::cpu::linear_forward(f2, p[4], p[5]); });
+  add("fc4", "forward", fc4, 0, [&] { ops::cpu::linear_forward(r3, p[6], p[7]); });
+
+  const Tensor gl4 = Tensor::full({batch, 10}, 0.01f);
+  const Tensor gw4 = Tensor::empty({10, 128}), gb4 = Tensor::empty({10});
+  const Tensor gw3 = Tensor::empty({128, 800}), gb3 = Tensor::empty({128});
+  const Tensor gw2 = Tensor::empty({50, 20, 5, 5}), gb2 = Tensor::empty({50});
+  const Tensor gw1 = Tensor::empty({20, 1, 3, 3}), gb1 = Tensor::empty({20});
+  const Tensor gr3 = ops::cpu::linear_backward_data(gl4, p[6], {batch, 128});
+  const Tensor gl3 = ops::cpu::relu_backward(gr3, l3);
+  const Tensor gc2_pooled = ops::cpu::linear_backward_data(gl3, p[4], {batch, 800});
+  Tensor gp2 = Tensor::empty({batch, 50, 4, 4});
+  gp2.copy_from(gc2_pooled);
+  const Tensor gr2 = ops::cpu::pool2d_backward(gp2, p2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 9, 9});
+  const Tensor gc2 = ops::cpu::relu_backward(gr2, c2);
+  const Tensor gp1 = ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g);
+  const Tensor gr1 = ops::cpu::pool2d_backward(gp1, p1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 26, 26});
+  const Tensor gc1 = ops::cpu::relu_backward(gr1, c1);
+
+  add("fc4", "backward-x", fc4, 0, [&] { ops::cpu::linear_backward_data(gl4, p[6], {batch, 128}); });
+  add("fc4", "backward-w", fc4, 0, [&] { ops::cpu::linear_backward_weights(gl4, r3, gw4, gb4); });
+  add("fc3", "backward-x", fc3, 0, [&] { ops::cpu::linear_backward_data(gl3, p[4], {batch, 800}); });
+  add("fc3", "backward-w", fc3, 0, [&] { ops::cpu::linear_backward_weights(gl3, f2, gw3, gb3); });
+  add("pool2", "backward", 0, bytes(r2), [&] {
+    ops::cpu::pool2d_backward(gp2, p2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 9, 9});
+  });
+  add("relu2", "backward", 0, 1.5 * bytes(c2), [&] { ops::cpu::relu_backward(gr2, c2); });
+  add("conv2", "backward-x", conv2, 0, [&] { ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g); });
+  add("conv2", "backward-w", conv2, 0, [&] { ops::cpu::conv2d_backward_weights(gc2, p1.out, gw2, gb2, g); });
+  add("pool1", "backward", 0, bytes(r1), [&] {
+    ops::cpu::pool2d_backward(gp1, p1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 26, 26});
+  });
+  add("relu1", "backward", 0, 1.5 * bytes(c1), [&] { ops::cpu::relu_backward(gr1, c1); });
+  add("conv1", "backward-w", conv1, 0, [&] { ops::cpu::conv2d_backward_weights(gc1, x, gw1, gb1, g); });
+
+  print(rows, peak);
+  double flops = 0;
+  for (const Row& r : rows) flops += r.gflop;
+  std::printf("\nfloor for one training step of these kernels at peak: %.2f ms (%.3f GFLOP)\n", flops / peak * 1e3,
+              flops);
+  return 0;
+}
