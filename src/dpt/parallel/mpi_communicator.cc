@@ -43,8 +43,9 @@ int mpi_count(size_t count) {
 }
 
 // A fault for the fault tests, injected from the environment: DPT_TEST_MPI_FAULT=R:K:MODE
-// makes rank R, on entering its K-th allreduce (1-based), either exit at once without
-// MPI_Finalize (MODE exit: a crashed process) or stop responding (MODE hang: a stuck one).
+// makes rank R, on entering its K-th allreduce (1-based), exit at once without
+// MPI_Finalize (MODE exit: a crashed process), stop responding (MODE hang: a stuck one),
+// or throw (MODE throw: an error, as a bad input on one rank would raise).
 struct InjectedFault {
   int rank = -1;
   long call = 0;
@@ -56,9 +57,10 @@ struct InjectedFault {
     if (!spec || !*spec) return fault;
     char mode[16] = {};
     if (std::sscanf(spec, "%d:%ld:%15s", &fault.rank, &fault.call, mode) != 3 ||
-        (std::strcmp(mode, "exit") != 0 && std::strcmp(mode, "hang") != 0)) {
-      throw std::invalid_argument("DPT_TEST_MPI_FAULT must be RANK:CALL:exit or RANK:CALL:hang, got '" +
-                                  std::string(spec) + "'");
+        (std::strcmp(mode, "exit") != 0 && std::strcmp(mode, "hang") != 0 && std::strcmp(mode, "throw") != 0)) {
+      throw std::invalid_argument(
+          "DPT_TEST_MPI_FAULT must be RANK:CALL:exit, RANK:CALL:hang or RANK:CALL:throw, got '" + std::string(spec) +
+          "'");
     }
     fault.mode = mode;
     return fault;
@@ -262,10 +264,15 @@ class MpiCommunicator final : public Communicator {
   void inject_fault_if_due() {
     ++allreduce_calls_;
     if (fault_.rank != rank_ || fault_.call != allreduce_calls_) return;
+    const char* action = fault_.mode == "exit"   ? "exiting without MPI_Finalize"
+                         : fault_.mode == "hang" ? "hanging"
+                                                 : "throwing";
     std::fprintf(stderr, "dptrain: rank %d: DPT_TEST_MPI_FAULT: %s in allreduce %ld (a test of fault handling)\n",
-                 rank_, fault_.mode == "exit" ? "exiting without MPI_Finalize" : "hanging", allreduce_calls_);
+                 rank_, action, allreduce_calls_);
     std::fflush(stderr);
     if (fault_.mode == "exit") std::_Exit(3);
+    if (fault_.mode == "throw")
+      throw std::runtime_error("injected error (DPT_TEST_MPI_FAULT) in allreduce " + std::to_string(allreduce_calls_));
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 
