@@ -21,6 +21,7 @@ DPT_TEST_MPI_FAULT="1:5:$mode" timeout --kill-after=5 "$limit" "${mpirun[@]}" -x
   "$dptrain" train --dist mpi --cores 1 --data "$data" --train-limit 2048 --test-limit 256 --batch-size 64 \
   --epochs 1 --collective-timeout "$timeout" >"$log" 2>&1
 status=$?
+end=$(date +%s.%N)
 seconds=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 fail() {
   echo "FAIL: $1 (exit status $status after $seconds s)"
@@ -47,5 +48,9 @@ else
     fail "no timeout message from a waiting rank"
 fi
 grep -E "DPT_TEST_MPI_FAULT|timed out|Process name|dptrain: error" "$log" | head -3
-echo "PASS: $ranks ranks, rank 1 ${mode}s mid-training: the job stopped in $seconds s with exit status $status"
+fault_time=$(grep -o "DPT_TEST_MPI_FAULT: .* at unix time [0-9.]*" "$log" | grep -o "[0-9.]*$")
+after_fault=$(awk -v a="$fault_time" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+awk -v t="$after_fault" 'BEGIN { exit !(t < 30) }' || fail "the others took $after_fault s to stop after the fault"
+echo "PASS: $ranks ranks, rank 1 ${mode}s mid-training: every rank stopped $after_fault s after the fault" \
+  "(the whole job took $seconds s) with exit status $status"
 rm -f "$log"

@@ -267,8 +267,12 @@ class MpiCommunicator final : public Communicator {
     const char* action = fault_.mode == "exit"   ? "exiting without MPI_Finalize"
                          : fault_.mode == "hang" ? "hanging"
                                                  : "throwing";
-    std::fprintf(stderr, "dptrain: rank %d: DPT_TEST_MPI_FAULT: %s in allreduce %ld (a test of fault handling)\n",
-                 rank_, action, allreduce_calls_);
+    // The wall-clock time lets the tests measure how long the others take to stop.
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::fprintf(stderr,
+                 "dptrain: rank %d: DPT_TEST_MPI_FAULT: %s in allreduce %ld at unix time %.3f (a test of fault "
+                 "handling)\n",
+                 rank_, action, allreduce_calls_, now);
     std::fflush(stderr);
     if (fault_.mode == "exit") std::_Exit(3);
     if (fault_.mode == "throw")
