@@ -84,6 +84,13 @@ void finish_output(const dnnl::memory& written, const Tensor& output, const dnnl
   reorder(written, as_memory(plain, output));
 }
 
-dnnl::memory::format_tag blocked_activation_tag() { return dnnl::memory::format_tag::nChw8c; }
+dnnl::memory::format_tag blocked_activation_tag() {
+  // The block the convolutions pick for their outputs: 16 channels (one 512-bit register)
+  // where oneDNN runs its AVX-512 kernels, else 8. Pooling in the same block means no
+  // reorder between a convolution, its ReLU and its pooling, forward or backward.
+  static const bool avx512 =
+      (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  return avx512 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+}
 
 }  // namespace dpt::ops::cpu

@@ -43,7 +43,7 @@ void finish_output(const dnnl::memory& written, const Tensor& output, const dnnl
 // Bytes that identify a layout exactly, for primitive cache keys.
 std::string layout_key(const dnnl::memory::desc& desc);
 
-// The blocked activation layout the pooling kernels run in.
+// The blocked activation layout the pooling kernels run in: nChw16c with AVX-512, else nChw8c.
 dnnl::memory::format_tag blocked_activation_tag();
 
 }  // namespace dpt::ops::cpu
