@@ -58,6 +58,7 @@ class Checkpointer {
     return enabled() && run_.checkpoint_every > 0 && global_step % run_.checkpoint_every == 0;
   }
 
+  // The new file's path; empty where another process (rank 0) writes the checkpoints.
   std::filesystem::path save(const LoopState& state) const {
     if (!model_.writes_checkpoints()) return {};
     checkpoint::Checkpoint c;
@@ -94,11 +95,15 @@ LoopState resume(Trainable& model, const LoopSettings& settings, const RunOption
   return {c.position, c.epoch_sum, c.epoch_seconds, c.history};
 }
 
-std::string interrupted_message(int signal, const checkpoint::Position& at, const std::filesystem::path& saved) {
+// `saved`: the checkpoint written on stopping, empty if none was written here; `dir`: the
+// checkpoint directory, empty without --checkpoint-dir.
+std::string interrupted_message(int signal, const checkpoint::Position& at, const std::filesystem::path& saved,
+                                const std::string& dir) {
   const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a stop request";
   std::string message = std::string("stopped by ") + name + " after step " + std::to_string(at.global_step) +
                         " (epoch " + std::to_string(at.epoch + 1) + ", batch " + std::to_string(at.batch_offset) + ")";
-  if (saved.empty()) return message + "; no --checkpoint-dir was given, so nothing was saved";
+  if (dir.empty()) return message + "; no --checkpoint-dir was given, so nothing was saved";
+  if (saved.empty()) return message + "; rank 0 wrote the checkpoint to " + dir + ", rerun with --resume to continue";
   return message + "; checkpoint written to " + saved.string() + ", rerun with --resume to continue";
 }
 
@@ -147,9 +152,11 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
         LoopState snapshot = state;
         snapshot.epoch_seconds += timer.elapsed();
         const std::filesystem::path saved = checkpointer.save(snapshot);
-        if (signal != 0) throw TrainingInterrupted(interrupted_message(signal, state.position, saved), signal);
+        if (signal != 0)
+          throw TrainingInterrupted(interrupted_message(signal, state.position, saved, run.checkpoint_dir), signal);
       }
-      if (signal != 0) throw TrainingInterrupted(interrupted_message(signal, state.position, {}), signal);
+      if (signal != 0)
+        throw TrainingInterrupted(interrupted_message(signal, state.position, {}, run.checkpoint_dir), signal);
     }
     const double seconds = timer.stop();
     result.train_seconds += seconds;
@@ -164,7 +171,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     std::filesystem::path saved;
     if (checkpointer.enabled()) saved = checkpointer.save(state);
     if (const int signal = stop_requested(); signal != 0 && epoch + 1 < settings.epochs) {
-      throw TrainingInterrupted(interrupted_message(signal, state.position, saved), signal);
+      throw TrainingInterrupted(interrupted_message(signal, state.position, saved, run.checkpoint_dir), signal);
     }
   }
   model.set_training(true);
