@@ -183,8 +183,9 @@ class Reporting {
       bar_->finish();
       bar_.reset();
     }
-    std::printf("epoch %d/%d: loss %.3f, train acc %.3f, test acc %.3f, %.1f sec, %.0f examples/sec\n", s.epoch,
-                flags_.epochs, s.train_loss, s.train_acc, s.test_acc, s.seconds, s.examples_per_sec);
+    std::printf("epoch %d/%d: loss %.3f, train acc %.3f, test acc %.3f, %.1f sec, %.0f examples/sec, eval %.2f sec\n",
+                s.epoch, flags_.epochs, s.train_loss, s.train_acc, s.test_acc, s.seconds, s.examples_per_sec,
+                s.eval_seconds);
     std::fflush(stdout);
     history_.push_back(s);
     if (metrics_) metrics_->write(s, device_names_);

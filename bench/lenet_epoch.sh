@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One LeNet training epoch (Fashion-MNIST, batch 256, lr 0.2): dptrain vs. the same
 # from-scratch LeNet in PyTorch (bench/pytorch_lenet.py, 2 threads), in one invocation.
-# Prints each sec/epoch, each test accuracy and ratio = pytorch / dptrain (>1: dptrain
-# is faster). See bench/README.md.
+# Prints each sec/epoch, each test-set evaluation time, each test accuracy and the ratios
+# pytorch / dptrain for training and for evaluation (>1: dptrain is faster). See
+# bench/README.md.
 set -euo pipefail
 
 usage() {
@@ -89,6 +90,9 @@ fi
 dpt_acc="${BASH_REMATCH[1]}"
 dpt_sec="${BASH_REMATCH[2]}"
 dpt_on="${BASH_REMATCH[3]}"
+# Each epoch line ends "..., eval 0.21 sec": the test-set evaluation, timed apart.
+dpt_eval="$(sed -n 's/^epoch [0-9]*\/[0-9]*: .*, eval \([0-9.]*\) sec$/\1/p' "$log" |
+            awk '{ sum += $1; n++ } END { if (n > 0) printf "%.3f", sum / n }')"
 
 # --- PyTorch -----------------------------------------------------------------------
 # Debian's python3-torch lives under /usr/bin/python3; a pyenv/venv python3 on PATH
@@ -142,14 +146,14 @@ if awk -v b="$busy_before" 'BEGIN { exit !(b + 0 >= 0.3) }'; then
 fi
 printf '  %-22s %s\n' "busy before run" "$busy_before of $cores cores$busy_note"
 printf '  %-22s %s\n' "torch" "$torch_version${pt_blas:+, BLAS: $pt_blas}"
-printf '  %-22s %12s %10s\n' "" "sec/epoch" "test acc"
-printf '  %-22s %12s %10s\n' "dptrain [$dpt_on]" "$dpt_sec" "$dpt_acc"
+printf '  %-22s %12s %12s %10s\n' "" "sec/epoch" "eval sec" "test acc"
+printf '  %-22s %12s %12s %10s\n' "dptrain [$dpt_on]" "$dpt_sec" "${dpt_eval:-?}" "$dpt_acc"
+ratio_of() { awk -v p="$1" -v d="$2" 'BEGIN { if (p > 0 && d > 0) printf "%.2f", p / d; else print "n/a" }'; }
 if [[ -n "$pt_sec" ]]; then
-  printf '  %-22s %12s %10s   (+ %s s test-set eval)\n' "pytorch [$threads threads]" \
-    "$pt_sec" "$pt_acc" "${pt_eval:-?}"
-  ratio="$(awk -v p="$pt_sec" -v d="$dpt_sec" 'BEGIN { if (d > 0) printf "%.2f", p / d; else print "n/a" }')"
-  echo "ratio (pytorch / dptrain): ${ratio}x"
+  printf '  %-22s %12s %12s %10s\n' "pytorch [$threads threads]" "$pt_sec" "${pt_eval:-?}" "$pt_acc"
+  echo "ratio (pytorch / dptrain): training $(ratio_of "$pt_sec" "$dpt_sec")x," \
+       "evaluation $(ratio_of "${pt_eval:-0}" "${dpt_eval:-0}")x"
 else
-  printf '  %-22s %12s %10s\n' "pytorch" "n/a" "n/a"
+  printf '  %-22s %12s %12s %10s\n' "pytorch" "n/a" "n/a" "n/a"
   echo "ratio (pytorch / dptrain): n/a (PyTorch not available)"
 fi

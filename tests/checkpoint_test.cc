@@ -5,13 +5,15 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
@@ -42,6 +44,7 @@ Checkpoint sample(int64_t global_step = 7) {
   e.test_acc = 0.4;
   e.seconds = 2.5;
   e.examples_per_sec = 204.8;
+  e.eval_seconds = 0.75;
   c.history = {e};
   c.params = {{"W1", {2, 3}, {1, -2, 3.5f, 0, 1e-30f, -0.0f}}, {"b1", {2}, {0.25f, 7}}};
   c.buffers = {{"bn.running_mean", {2}, {0.5f, 0.75f}}};
@@ -84,6 +87,7 @@ TEST(CheckpointFormat, RoundTripsEveryField) {
   EXPECT_EQ(back.epoch_seconds, 1.25);
   ASSERT_EQ(back.history.size(), 1u);
   EXPECT_EQ(back.history[0].test_acc, 0.4);
+  EXPECT_EQ(back.history[0].eval_seconds, 0.75);
   ASSERT_EQ(back.params.size(), 2u);
   EXPECT_EQ(back.params[0].name, "W1");
   EXPECT_EQ(back.params[0].shape, (Shape{2, 3}));
@@ -102,6 +106,33 @@ TEST(CheckpointFormat, KeepsTheNanOfAnEpochWhoseStepsWereAllSkipped) {
   EXPECT_TRUE(std::isnan(back.history[0].train_loss));
   EXPECT_TRUE(std::isnan(back.epoch_sum.loss_sum)) << "JSON keeps no infinity: it reads back as NaN";
   EXPECT_EQ(back.history[0].test_acc, 0.4);
+}
+
+// Checkpoints written before evaluation was timed have no "eval_seconds" in their epochs:
+// they still load (it reads as 0). Made here by cutting the field out of a new file's JSON
+// and repairing the three lengths and the CRC the format keeps.
+TEST(CheckpointFormat, LoadsAnEpochHistoryWithoutEvalSeconds) {
+  std::vector<uint8_t> bytes = checkpoint::encode(sample());
+  const std::string field = ",\"eval_seconds\":0.75";
+  const auto at = std::search(bytes.begin(), bytes.end(), field.begin(), field.end());
+  ASSERT_NE(at, bytes.end());
+  bytes.erase(at, at + static_cast<std::ptrdiff_t>(field.size()));
+  const auto put_le = [&](size_t offset, uint64_t value, int width) {
+    for (int i = 0; i < width; ++i) bytes[offset + static_cast<size_t>(i)] = static_cast<uint8_t>(value >> (8 * i));
+  };
+  const auto get_le = [&](size_t offset) {
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; --i) value = value << 8 | bytes[offset + static_cast<size_t>(i)];
+    return value;
+  };
+  put_le(12, get_le(12) - field.size(), 8);  // body bytes
+  put_le(20, get_le(20) - field.size(), 8);  // JSON bytes, the body's first field
+  const size_t crc_at = bytes.size() - 4;
+  put_le(crc_at, crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(crc_at)), 4);
+  const Checkpoint back = checkpoint::decode(bytes, "old.ckpt");
+  ASSERT_EQ(back.history.size(), 1u);
+  EXPECT_EQ(back.history[0].eval_seconds, 0.0);
+  EXPECT_EQ(back.history[0].examples_per_sec, 204.8);
 }
 
 TEST(CheckpointFormat, StartsWithTheDocumentedHeader) {

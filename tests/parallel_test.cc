@@ -21,6 +21,7 @@
 #include <cstring>
 #include <future>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@
 #include "dpt/core/device.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
+#include "dpt/data/loader.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/communicator.h"
@@ -746,6 +748,40 @@ TEST(ScratchTrainer, AFailingDeviceEndsTheStepEverywhere) {
       y.data<int64_t>()[8] = 1;
       EXPECT_THROW(trainer.train_batch(X, y), CollectiveAborted);
     });
+  }
+}
+
+// Evaluation splits every test batch over the devices (batches of 6 over 3 devices, and a
+// last batch of 2 that only the first two take). The labels are chosen so that exactly the
+// images with i % 3 != 0 are right by one plain forward pass on the calling thread: a
+// shard dropped, counted twice or judged by the wrong replica changes the count.
+TEST(ScratchTrainer, EvaluationSplitOverTheDevicesCountsEveryTestImageOnce) {
+  std::vector<Tensor> params = dpt::nn::lenet_params(11);
+  for (Tensor& p : params) {  // N(0, 0.01) weights give every image the same argmax
+    for (float& v : std::span(p.data<float>(), static_cast<size_t>(p.numel()))) v *= 40.0f;
+  }
+  dpt::data::Dataset test;
+  test.rows = test.cols = 28;
+  const int64_t n = 20;
+  dpt::Rng rng(5);
+  for (int64_t i = 0; i < n * 28 * 28; ++i) test.pixels.push_back(static_cast<uint8_t>(rng() % 256));
+  test.labels.assign(static_cast<size_t>(n), 0);
+  dpt::data::BatchLoader whole(test, n, /*shuffle=*/false, 0);
+  whole.start_epoch(0);
+  dpt::data::Batch all;
+  ASSERT_TRUE(whole.next(all));
+  const std::vector<float> logits = dpt::nn::lenet(all.images, params).detach().to_vector();
+  std::set<int64_t> predicted;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto row = logits.begin() + i * 10;
+    const int64_t argmax = std::max_element(row, row + 10) - row;
+    predicted.insert(argmax);
+    test.labels[static_cast<size_t>(i)] = i % 3 != 0 ? argmax : (argmax + 1) % 10;
+  }
+  ASSERT_GT(predicted.size(), 1u) << "the scaled parameters must tell the images apart";
+  for (int devices : {1, 3}) {
+    dpt::train::ScratchTrainer trainer(config_for(devices, "ring"), params);
+    EXPECT_DOUBLE_EQ(trainer.evaluate_accuracy(test, 6), 13.0 / 20.0) << devices << " devices";
   }
 }
 

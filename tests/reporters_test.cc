@@ -59,6 +59,7 @@ EpochStats stats(int epoch, double loss, double train_acc, double test_acc) {
   s.test_acc = test_acc;
   s.seconds = 1.5 * epoch;
   s.examples_per_sec = 40000.0 / epoch;
+  s.eval_seconds = 0.25 * epoch;
   return s;
 }
 
@@ -139,13 +140,14 @@ TEST(MetricsWriter, EachLineIsJsonWithExactlyTheFieldsWritten) {
   while (std::getline(in, line)) {
     ASSERT_LT(i, written.size());
     const nlohmann::json j = nlohmann::json::parse(line);
-    EXPECT_EQ(j.size(), 7u) << line;
+    EXPECT_EQ(j.size(), 8u) << line;
     EXPECT_EQ(j.at("epoch").get<int>(), written[i].epoch);
     EXPECT_EQ(j.at("train_loss").get<double>(), written[i].train_loss);  // round-trips exactly
     EXPECT_EQ(j.at("train_acc").get<double>(), written[i].train_acc);
     EXPECT_EQ(j.at("test_acc").get<double>(), written[i].test_acc);
     EXPECT_EQ(j.at("seconds").get<double>(), written[i].seconds);
     EXPECT_EQ(j.at("examples_per_sec").get<double>(), written[i].examples_per_sec);
+    EXPECT_EQ(j.at("eval_seconds").get<double>(), written[i].eval_seconds);
     EXPECT_EQ(j.at("devices").get<std::vector<std::string>>(), devices);
     ++i;
   }
@@ -158,7 +160,7 @@ TEST(MetricsWriter, FieldsComeInTheDocumentedOrder) {
   MetricsWriter(file).write(stats(1, 1, 0.5, 0.25), {"cpu:0"});
   EXPECT_EQ(read_all(file),
             "{\"epoch\":1,\"train_loss\":1.0,\"train_acc\":0.5,\"test_acc\":0.25,\"seconds\":1.5,"
-            "\"examples_per_sec\":40000.0,\"devices\":[\"cpu:0\"]}\n");
+            "\"examples_per_sec\":40000.0,\"eval_seconds\":0.25,\"devices\":[\"cpu:0\"]}\n");
 }
 
 TEST(MetricsWriter, EveryEpochIsOnDiskBeforeTheWriterCloses) {

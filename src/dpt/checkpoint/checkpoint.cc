@@ -143,7 +143,8 @@ nlohmann::json history_json(const std::vector<train::EpochStats>& history) {
                     {"train_acc", s.train_acc},
                     {"test_acc", s.test_acc},
                     {"seconds", s.seconds},
-                    {"examples_per_sec", s.examples_per_sec}});
+                    {"examples_per_sec", s.examples_per_sec},
+                    {"eval_seconds", s.eval_seconds}});
   }
   return list;
 }
@@ -164,6 +165,8 @@ std::vector<train::EpochStats> history_from(const nlohmann::json& list) {
     s.test_acc = number(e.at("test_acc"));
     s.seconds = number(e.at("seconds"));
     s.examples_per_sec = number(e.at("examples_per_sec"));
+    // Absent from checkpoints written before evaluation was timed: those read as 0.
+    if (e.contains("eval_seconds")) s.eval_seconds = number(e.at("eval_seconds"));
     history.push_back(s);
   }
   return history;

@@ -4,11 +4,10 @@
 #include <cstddef>
 #include <stdexcept>
 
-#include "dpt/autograd/node.h"
-#include "dpt/data/loader.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/replicate.h"
+#include "dpt/parallel/split_evaluation.h"
 
 namespace dpt::parallel {
 
@@ -58,17 +57,6 @@ DataParallel::DataParallel(std::unique_ptr<nn::Module> module, std::vector<Devic
 
 // The bucketers' communication threads go before the pool and the communicator they use.
 DataParallel::~DataParallel() { bucketers_.clear(); }
-
-namespace {
-// The devices a batch of `examples` is split over: all of them, or only the first
-// `examples` when the batch is smaller (the last, partial batch of an epoch or of the test
-// set, e.g. 10,000 test images in batches of 9,999 on 2 devices), so that it still runs.
-std::vector<Device> devices_for(const std::vector<Device>& devices, int64_t examples) {
-  // At least one: an empty batch gets split_batch's own message.
-  const auto used = static_cast<size_t>(std::clamp<int64_t>(examples, 1, static_cast<int64_t>(devices.size())));
-  return {devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(used)};
-}
-}  // namespace
 
 train::StepResult DataParallel::forward_backward(const Tensor& X, const Tensor& y) {
   if (options_.process_group.distributed()) {
@@ -133,31 +121,8 @@ train::StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t g
 }
 
 int64_t DataParallel::count_correct(const data::Dataset& data, int64_t batch_size) {
-  std::vector<int64_t> correct(replicas_.size(), 0);
-  const ProcessGroup& group = options_.process_group;
-  data::BatchLoader loader(data, batch_size, /*shuffle=*/false, 0);
-  if (group.distributed()) loader.set_shard(group.rank, group.size());
-  loader.start_epoch(0);
-  data::Batch batch;
-  while (loader.next(batch)) {
-    const std::vector<Shard> shards =
-        group.distributed() ? std::vector<Shard>{{batch.images, batch.labels}}
-                            : split_batch(batch.images, batch.labels, devices_for(devices(), batch.labels.dim(0)));
-    pool_.run_all([&](int rank) {
-      if (rank >= static_cast<int>(shards.size()) || shards[rank].X.dim(0) == 0) return;
-      autograd::NoGradGuard no_grad;
-      correct[rank] += ops::count_correct((*replicas_[rank])(shards[rank].X), shards[rank].y);
-    });
-  }
-  int64_t total = 0;
-  for (int64_t c : correct) total += c;
-  if (group.distributed()) {
-    // Each process counted its shard of every test batch; exact in float below 2^24.
-    float sum = static_cast<float>(total);
-    comm_->allreduce_sum(global_rank(0), &sum, 1);
-    total = static_cast<int64_t>(sum);
-  }
-  return total;
+  return count_correct_split(pool_, *comm_, options_.process_group, data, batch_size,
+                             [&](int device, const Tensor& X) { return (*replicas_[device])(X); });
 }
 
 std::vector<std::vector<Tensor>> DataParallel::replica_parameters() const {

@@ -121,6 +121,7 @@ void MetricsWriter::write(const EpochStats& stats, const std::vector<std::string
   line["test_acc"] = stats.test_acc;
   line["seconds"] = stats.seconds;
   line["examples_per_sec"] = stats.examples_per_sec;
+  line["eval_seconds"] = stats.eval_seconds;
   line["devices"] = devices;
   const std::string text = line.dump() + "\n";
   errno = 0;

@@ -63,7 +63,7 @@ class ProgressBar {
 
 // Writes one JSON object per line per epoch, flushed at once, so a crash keeps every finished
 // epoch:  {"epoch":1,"train_loss":...,"train_acc":...,"test_acc":...,"seconds":...,
-//          "examples_per_sec":...,"devices":["cpu:0","cpu:1"]}
+//          "examples_per_sec":...,"eval_seconds":...,"devices":["cpu:0","cpu:1"]}
 class MetricsWriter {
  public:
   // Opens `file`, truncating it or (for a resumed run) appending to it; throws

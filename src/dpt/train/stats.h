@@ -31,6 +31,7 @@ struct EpochStats {
   double test_acc = 0;
   double seconds = 0;  // training only, as the lesson times it
   double examples_per_sec = 0;
+  double eval_seconds = 0;  // the test-set evaluation after the epoch, timed apart
 };
 
 // The epoch's figures from the sum of its steps and its training time (test_acc is left 0).

@@ -12,6 +12,7 @@
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
+#include "dpt/parallel/split_evaluation.h"
 #include "dpt/train/timer.h"
 
 namespace dpt::train {
@@ -175,26 +176,9 @@ void ScratchTrainer::load_state(const checkpoint::Checkpoint& from, const std::s
 }
 
 double ScratchTrainer::evaluate_accuracy(const data::Dataset& data, int64_t batch_size) {
-  const parallel::ProcessGroup& group = config_.process_group;
-  int64_t correct = 0;
-  pool_.run_on(0, [&] {
-    autograd::NoGradGuard no_grad;
-    data::BatchLoader loader(data, batch_size, /*shuffle=*/false, 0);
-    // A multi-process job splits evaluation: each process its shard of every test batch.
-    if (group.distributed()) loader.set_shard(group.rank, group.size());
-    loader.start_epoch(0);
-    data::Batch batch;
-    while (loader.next(batch)) {
-      if (batch.labels.dim(0) > 0) {
-        correct += ops::count_correct(nn::lenet(batch.images, device_params_[0]), batch.labels);
-      }
-    }
-    if (group.distributed()) {
-      float sum = static_cast<float>(correct);  // exact in float below 2^24
-      comm_->allreduce_sum(group.rank, &sum, 1);
-      correct = static_cast<int64_t>(sum);
-    }
-  });
+  const int64_t correct =
+      parallel::count_correct_split(pool_, *comm_, config_.process_group, data, batch_size,
+                                    [&](int device, const Tensor& X) { return nn::lenet(X, device_params_[device]); });
   return static_cast<double>(correct) / static_cast<double>(data.size());
 }
 

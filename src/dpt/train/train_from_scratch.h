@@ -47,7 +47,9 @@ class ScratchTrainer : public Trainable {
   // compute_gradients then apply_update.
   StepResult train_batch(const Tensor& X, const Tensor& y);
 
-  // Accuracy of replica 0 on `data`, evaluated on device 0 as in the lesson.
+  // Accuracy on `data`, each test batch split over the devices as a training batch is (the
+  // lesson evaluates on device 0 alone; all replicas are equal, so the count is the same up to float rounding of the
+  // logits).
   double evaluate_accuracy(const data::Dataset& data, int64_t batch_size);
 
   // Trainable, for the shared training loop.

@@ -162,7 +162,9 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     result.train_seconds += seconds;
     EpochStats stats = epoch_stats(static_cast<int>(epoch + 1), state.epoch_sum, state.epoch_seconds + seconds);
     model.set_training(false);
+    Timer eval_timer;
     stats.test_acc = model.evaluate(test_data, settings.batch_size);
+    stats.eval_seconds = eval_timer.stop();
     state.history.push_back(stats);
     state.position = {epoch + 1, 0, state.position.global_step};
     state.epoch_sum = {};
