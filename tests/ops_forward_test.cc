@@ -79,6 +79,9 @@ TEST(Conv2dForward, MatchesNaiveLoops) {
       {{1, 3, 4, 9}, {2, 3, 2, 4}, 1, 2, true},   // non-square kernel, padding 2
       {{3, 1, 8, 8}, {5, 1, 5, 5}, 3, 0, false},  // stride 3
       {{2, 4, 3, 3}, {6, 4, 1, 1}, 1, 0, true},   // 1x1
+      // The backend's two activation layouts on AVX-512: channels-last above (2-4 input
+      // channels), the 16-channel block here (a full block of input channels).
+      {{2, 16, 5, 5}, {20, 16, 3, 3}, 1, 1, true},
   };
   uint64_t seed = 1;
   for (const ConvCase& c : cases) {

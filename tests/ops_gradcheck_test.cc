@@ -216,6 +216,42 @@ TEST(GradCheck, Conv2dNonSquareStride2) {
                          {random_tensor({2, 1, 7, 6}, 14), random_tensor({2, 1, 3, 3}, 15), random_tensor({2}, 16)});
 }
 
+// conv2d_relu must be relu(conv2d(...)) exactly: the same values and the same gradients
+// for input, weight and bias, bit for bit, in every activation layout the backend picks
+// (1 input channel: blocked; 3 and 20: channels-last on AVX-512; 16: blocked), with the
+// upstream gradient reaching the kernel through a sum weighted by a random tensor.
+TEST(Conv2dRelu, FusedEqualsReluOfConv2dBitForBit) {
+  struct Case {
+    Shape x, w;
+    int stride, padding;
+  };
+  const std::vector<Case> cases{{{3, 1, 9, 9}, {4, 1, 3, 3}, 1, 0},
+                                {{2, 3, 7, 6}, {5, 3, 3, 3}, 2, 1},
+                                {{2, 16, 6, 6}, {8, 16, 3, 3}, 1, 1},
+                                {{4, 20, 13, 13}, {50, 20, 5, 5}, 1, 0}};
+  uint64_t seed = 100;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w));
+    const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++), b = random_tensor({c.w[0]}, seed++);
+    std::vector<std::vector<float>> results[2];
+    for (bool fused : {false, true}) {
+      std::vector<Tensor> in{x.detach(), w.detach(), b.detach()};
+      for (Tensor& t : in) t.set_requires_grad(true);
+      const Tensor y = fused ? ops::conv2d_relu(in[0], in[1], in[2], c.stride, c.padding)
+                             : ops::relu(ops::conv2d(in[0], in[1], in[2], c.stride, c.padding));
+      const Tensor weights = random_tensor(y.shape(), seed);
+      weighted_sum(y, weights).backward();
+      results[fused] = {y.to_vector(), in[0].grad().to_vector(), in[1].grad().to_vector(), in[2].grad().to_vector()};
+    }
+    const char* names[] = {"output", "grad x", "grad weight", "grad bias"};
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(results[1][i], results[0][i]) << names[i];
+    size_t zeros = 0;  // the ReLU must really cut something, or the test proves little
+    for (float v : results[0][0]) zeros += v == 0.0f;
+    EXPECT_GT(zeros, results[0][0].size() / 5);
+    EXPECT_LT(zeros, results[0][0].size() * 4 / 5);
+  }
+}
+
 TEST(GradCheck, Conv2dOneByOneKernel) {
   expect_gradients_match(conv(1, 0, true),
                          {random_tensor({3, 4, 3, 3}, 17), random_tensor({5, 4, 1, 1}, 18), random_tensor({5}, 19)});

@@ -5,8 +5,10 @@
 
 namespace dpt::ops {
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
-  const std::string op = "conv2d";
+namespace {
+// conv2d, or with `fuse_relu` conv2d_relu: one validation, one forward, one backward.
+Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding, bool fuse_relu) {
+  const std::string op = fuse_relu ? "conv2d_relu" : "conv2d";
   require_rank(x, 4, op, "input");
   require_rank(weight, 4, op, "weight");
   require(stride >= 1 && padding >= 0, op, "stride must be >= 1 and padding >= 0");
@@ -25,24 +27,36 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int str
   const Shape out_shape{x.dim(0), weight.dim(0), out_h, out_w};
   const cpu::ConvGeometry geometry{stride, padding};
 
-  Tensor out = cpu::conv2d_forward(x, weight, bias, geometry, out_shape);
+  Tensor out = cpu::conv2d_forward(x, weight, bias, geometry, out_shape, fuse_relu);
   if (autograd::should_record({&x, &weight, &bias})) {
     const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
     const bool need_b = bias.defined() && bias.needs_grad();
-    autograd::record(out, op, {&x, &weight, &bias},
-                     [x = x.detach(), weight = weight.detach(), need_x, need_w, need_b, geometry,
-                      has_bias = bias.defined()](const Tensor& grad_out) -> std::vector<Tensor> {
-                       Tensor grad_x, grad_w, grad_b;
-                       if (need_x) grad_x = cpu::conv2d_backward_data(grad_out, weight, x.shape(), geometry);
-                       if (need_w || need_b) {
-                         grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
-                         if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
-                         cpu::conv2d_backward_weights(grad_out, x, grad_w, grad_b, geometry);
-                       }
-                       return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
-                     });
+    // The fused op keeps its output: relu'(z) is 1 where relu(z) > 0, the same mask as z > 0.
+    autograd::record(
+        out, op, {&x, &weight, &bias},
+        [x = x.detach(), weight = weight.detach(), relu_out = fuse_relu ? out.detach() : Tensor(), need_x, need_w,
+         need_b, geometry, has_bias = bias.defined()](const Tensor& grad_out) -> std::vector<Tensor> {
+          const Tensor grad_z = relu_out.defined() ? cpu::relu_backward(grad_out, relu_out) : grad_out;
+          Tensor grad_x, grad_w, grad_b;
+          if (need_x) grad_x = cpu::conv2d_backward_data(grad_z, weight, x.shape(), geometry);
+          if (need_w || need_b) {
+            grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
+            if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
+            cpu::conv2d_backward_weights(grad_z, x, grad_w, grad_b, geometry);
+          }
+          return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
+        });
   }
   return out;
+}
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
+  return convolution(x, weight, bias, stride, padding, /*fuse_relu=*/false);
+}
+
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
+  return convolution(x, weight, bias, stride, padding, /*fuse_relu=*/true);
 }
 
 }  // namespace dpt::ops

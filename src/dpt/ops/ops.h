@@ -13,6 +13,9 @@ namespace dpt::ops {
 
 // x [N, C, H, W], weight [O, C, KH, KW], bias [O] or undefined -> [N, O, OH, OW].
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
+// relu(conv2d(...)) in one kernel (the ReLU fused into the convolution's output), with the
+// same values and gradients as the two ops, bit for bit, and one pass less over memory.
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
 
 // Window `kernel` x `kernel`, step `stride`, no padding; avg divides by kernel*kernel.
 Tensor avg_pool2d(const Tensor& x, int kernel, int stride);

@@ -20,10 +20,12 @@ PlainDescs plain_descs(const Shape& x, const Shape& weight, const Shape& out) {
   return {plain_desc(x, tag::nchw), plain_desc(weight, tag::oihw), plain_desc({weight[0]}, tag::x),
           plain_desc(out, tag::nchw)};
 }
-// "any": the primitive picks the layouts its fastest kernel wants.
+// The layouts the primitives run in: the weights' is the primitive's choice ("any"); the
+// activations' is conv_activation_tag's (nhwc, or "any" for the blocked layout oneDNN picks).
 PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out) {
-  return {plain_desc(x, tag::any), plain_desc(weight, tag::any), plain_desc({weight[0]}, tag::x),
-          plain_desc(out, tag::any)};
+  const tag activations = conv_activation_tag(x[1], out[1]);
+  return {plain_desc(x, activations), plain_desc(weight, tag::any), plain_desc({weight[0]}, tag::x),
+          plain_desc(out, activations)};
 }
 
 struct ConvForward {
@@ -31,10 +33,11 @@ struct ConvForward {
   convolution_forward primitive;
 };
 
-// The forward primitive descriptor doubles as the hint that backward primitives need.
+// The forward primitive descriptor doubles as the hint that backward primitives need (the
+// plain one: a ReLU post-op changes nothing the backward passes see).
 const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
-                                     ConvGeometry g) {
-  const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding);
+                                     ConvGeometry g, bool fuse_relu = false) {
+  const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding, fuse_relu);
   return cached<ConvForward>(key, [&] {
     const PlainDescs d = any_descs(x, weight, out);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
@@ -43,16 +46,22 @@ const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const 
                                               d.x, d.weight, d.bias, d.out, strides, padding, padding)
                   : convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                               d.x, d.weight, d.out, strides, padding, padding);
-    convolution_forward::primitive_desc pd(desc, engine());
+    dnnl::primitive_attr attr;
+    if (fuse_relu) {
+      dnnl::post_ops relu;
+      relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(relu);
+    }
+    convolution_forward::primitive_desc pd(desc, attr, engine());
     return ConvForward{pd, convolution_forward(pd)};
   });
 }
 }  // namespace
 
-Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g,
-                      const Shape& out_shape) {
+Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g, const Shape& out_shape,
+                      bool fuse_relu) {
   const bool with_bias = bias.defined();
-  const ConvForward& prim = forward_primitive(x.shape(), weight.shape(), out_shape, with_bias, g);
+  const ConvForward& prim = forward_primitive(x.shape(), weight.shape(), out_shape, with_bias, g, fuse_relu);
   const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
   const LaidOutTensor out = output_in_layout(out_shape, plain.out, prim.pd.dst_desc());
   Tensor x_scratch, w_scratch;

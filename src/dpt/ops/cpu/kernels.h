@@ -10,8 +10,10 @@ struct ConvGeometry {
   int stride = 1;
   int padding = 0;
 };
+// With fuse_relu the output is relu(conv(x) + bias), the ReLU applied by the convolution
+// as it writes (a oneDNN post-op) instead of in a second pass over the output.
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
-                      const Shape& out_shape);
+                      const Shape& out_shape, bool fuse_relu = false);
 Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape, ConvGeometry geometry);
 // Fills grad_weight and (when defined) grad_bias.
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
@@ -21,6 +23,7 @@ enum class PoolKind { max, avg };
 struct PoolResult {
   Tensor out;
   std::shared_ptr<void> workspace;  // max pooling remembers where each maximum was
+  int layout = 0;                   // the dnnl format_tag it ran in (0: the default, blocked)
 };
 PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape);
 Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,

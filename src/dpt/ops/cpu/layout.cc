@@ -84,13 +84,42 @@ void finish_output(const dnnl::memory& written, const Tensor& output, const dnnl
   reorder(written, as_memory(plain, output));
 }
 
+namespace {
+bool has_avx512() {
+  static const bool avx512 =
+      (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  return avx512;
+}
+}  // namespace
+
 dnnl::memory::format_tag blocked_activation_tag() {
   // The block the convolutions pick for their outputs: 16 channels (one 512-bit register)
   // where oneDNN runs its AVX-512 kernels, else 8. Pooling in the same block means no
   // reorder between a convolution, its ReLU and its pooling, forward or backward.
-  static const bool avx512 =
-      (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
-  return avx512 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+  return has_avx512() ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+}
+
+dnnl::memory::format_tag conv_activation_tag(int64_t in_channels, int64_t out_channels) {
+  // oneDNN 2.6's blocked kernels pad the channels to the 16-channel block: LeNet's conv2
+  // (20 -> 50 channels) computes as 32 -> 64 and spends half its FMAs on zeros, and conv1's
+  // output (20 channels) is stored as 32, so every pass over it (ReLU, pooling, their
+  // backward, the reorder for conv2) moves 1.6x the bytes. In nhwc nothing is padded: the
+  // forward runs as brgconv (brgemm), the backward passes as the nhwc jit kernels. One
+  // thread, batch 128, forward / backward-data / backward-weights in ms:
+  //   conv2 20->50 5x5   nChw16c 5.74 / 5.79 / 6.31   nhwc 3.39 / 4.48 / 3.45
+  //   conv1 1->20 3x3    nChw16c 0.43 / -    / 0.45   nhwc 0.83 / -    / 1.09
+  //   conv 64->64 3x3    nChw16c 8.51 / 8.44 / 8.63   nhwc 7.98 / 8.71 / 9.88  (batch 32)
+  // conv1 alone is slower in nhwc, but the whole LeNet step is faster with it (its output's
+  // passes shrink and the reorder before conv2 goes): bench/layer_roofline's kernels of one
+  // step took 17.5 ms with conv1 blocked and 14.2 ms with it in nhwc. Channel counts that
+  // fill the block (ResNet-18's 64...512) stay blocked.
+  const bool partly_empty_block = (in_channels > 1 && in_channels % 16 != 0) || out_channels % 16 != 0;
+  return has_avx512() && partly_empty_block ? dnnl::memory::format_tag::nhwc : dnnl::memory::format_tag::any;
+}
+
+bool is_channels_last(const dnnl::memory::desc& desc) {
+  return desc.dims().size() == 4 &&
+         desc == dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::nhwc);
 }
 
 }  // namespace dpt::ops::cpu

@@ -1,5 +1,6 @@
-// Tensors can hold their data in the layout oneDNN's fast kernels want (e.g. nChw8c:
-// channels in groups of 8, so that one SIMD load covers 8 channels). A kernel writes its
+// Tensors can hold their data in the layout oneDNN's fast kernels want (nChw16c: channels
+// in groups of 16, so that one SIMD load covers 16 channels; or nhwc, channels last and
+// unpadded, where the channel count does not fill the groups). A kernel writes its
 // activation output in the layout its primitive chose, and the next kernel reads it as
 // is when it wants the same layout, so a chain conv -> relu -> pool -> conv reorders
 // nothing. Where layouts differ, or a tensor is plain (inputs, weights, anything code
@@ -45,5 +46,14 @@ std::string layout_key(const dnnl::memory::desc& desc);
 
 // The blocked activation layout the pooling kernels run in: nChw16c with AVX-512, else nChw8c.
 dnnl::memory::format_tag blocked_activation_tag();
+
+// The activation layout a convolution from `in_channels` to `out_channels` runs in: nhwc
+// (channels innermost, unpadded) where either count would leave a 16-channel block partly
+// empty on an AVX-512 machine (a single input plane aside), else `any` (the primitive's
+// choice, a blocked layout). See layout.cc for the measurements behind the rule.
+dnnl::memory::format_tag conv_activation_tag(int64_t in_channels, int64_t out_channels);
+
+// True when `desc` is the channels-last (nhwc) layout of its own dims.
+bool is_channels_last(const dnnl::memory::desc& desc);
 
 }  // namespace dpt::ops::cpu

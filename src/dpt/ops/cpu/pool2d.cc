@@ -28,22 +28,29 @@ struct PoolForward {
   pooling_forward primitive;
 };
 
-const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind kind, const Window& w) {
-  const std::string key =
-      cache_key("pool_fwd", x, out, static_cast<int>(kind), w.kernel_h, w.kernel_w, w.stride_h, w.stride_w);
+// Pooling runs in the layout of its input when that is channels-last (after an nhwc
+// convolution), else in the convolutions' channel block; either way with no reorder.
+tag pool_tag(const Tensor& x) {
+  return is_channels_last(current_layout(x, plain_desc(x.shape(), tag::nchw))) ? tag::nhwc : blocked_activation_tag();
+}
+
+const PoolForward& forward_primitive(const Shape& x, const Shape& out, PoolKind kind, const Window& w, tag layout) {
+  const std::string key = cache_key("pool_fwd", x, out, static_cast<int>(kind), w.kernel_h, w.kernel_w, w.stride_h,
+                                    w.stride_w, static_cast<int>(layout));
   return cached<PoolForward>(key, [&] {
-    const pooling_forward::desc desc(dnnl::prop_kind::forward_training, pool_algorithm(kind),
-                                     plain_desc(x, blocked_activation_tag()), plain_desc(out, blocked_activation_tag()),
-                                     {w.stride_h, w.stride_w}, {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
+    const pooling_forward::desc desc(dnnl::prop_kind::forward_training, pool_algorithm(kind), plain_desc(x, layout),
+                                     plain_desc(out, layout), {w.stride_h, w.stride_w}, {w.kernel_h, w.kernel_w},
+                                     {0, 0}, {0, 0});
     pooling_forward::primitive_desc pd(desc, engine());
     return PoolForward{pd, pooling_forward(pd)};
   });
 }
 
 PoolResult pool_forward(const Tensor& x, PoolKind kind, const Window& window, const Shape& out_shape) {
-  const PoolForward& prim = forward_primitive(x.shape(), out_shape, kind, window);
+  const tag layout = pool_tag(x);
+  const PoolForward& prim = forward_primitive(x.shape(), out_shape, kind, window, layout);
   const LaidOutTensor out = output_in_layout(out_shape, plain_desc(out_shape, tag::nchw), prim.pd.dst_desc());
-  PoolResult result{out.tensor, nullptr};
+  PoolResult result{out.tensor, nullptr, static_cast<int>(layout)};
   Tensor x_scratch;
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, input_in_layout(x, plain_desc(x.shape(), tag::nchw), prim.pd.src_desc(), x_scratch)},
@@ -65,13 +72,16 @@ Tensor pool_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind
     pooling_backward primitive;
   };
   const Window& w = window;
+  // The layout the forward pass ran in (its workspace, for max pooling, is in that layout).
+  const tag layout = forward.layout != 0 ? static_cast<tag>(forward.layout) : blocked_activation_tag();
   const std::string key = cache_key("pool_bwd", x_shape, grad_out.shape(), static_cast<int>(kind), w.kernel_h,
-                                    w.kernel_w, w.stride_h, w.stride_w);
+                                    w.kernel_w, w.stride_h, w.stride_w, static_cast<int>(layout));
   auto& prim = cached<Primitive>(key, [&] {
-    const pooling_backward::desc desc(pool_algorithm(kind), plain_desc(x_shape, blocked_activation_tag()),
-                                      plain_desc(grad_out.shape(), blocked_activation_tag()), {w.stride_h, w.stride_w},
+    const pooling_backward::desc desc(pool_algorithm(kind), plain_desc(x_shape, layout),
+                                      plain_desc(grad_out.shape(), layout), {w.stride_h, w.stride_w},
                                       {w.kernel_h, w.kernel_w}, {0, 0}, {0, 0});
-    pooling_backward::primitive_desc pd(desc, engine(), forward_primitive(x_shape, grad_out.shape(), kind, w).pd);
+    pooling_backward::primitive_desc pd(desc, engine(),
+                                        forward_primitive(x_shape, grad_out.shape(), kind, w, layout).pd);
     return Primitive{pd, pooling_backward(pd)};
   });
   const LaidOutTensor grad_x = output_in_layout(x_shape, plain_desc(x_shape, tag::nchw), prim.pd.diff_src_desc());
