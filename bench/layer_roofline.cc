@@ -84,20 +84,20 @@ struct Row {
 };
 
 void print(const std::vector<Row>& rows, double peak) {
-  std::printf("%-10s %-12s %9s %9s %10s %8s\n", "layer", "pass", "ms", "GFLOP", "GFLOP/s", "of peak");
+  std::printf("%-11s %-12s %9s %9s %10s %8s\n", "layer", "pass", "ms", "GFLOP", "GFLOP/s", "of peak");
   double total = 0;
   for (const Row& r : rows) {
     total += r.seconds;
     if (r.gflop > 0) {
       const double rate = r.gflop / r.seconds;
-      std::printf("%-10s %-12s %9.2f %9.3f %10.1f %7.0f%%\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, r.gflop,
+      std::printf("%-11s %-12s %9.2f %9.3f %10.1f %7.0f%%\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, r.gflop,
                   rate, 100 * rate / peak);
     } else {
-      std::printf("%-10s %-12s %9.2f %9s %7.1f GB/s\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, "-",
+      std::printf("%-11s %-12s %9.2f %9s %7.1f GB/s\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, "-",
                   r.gbytes / r.seconds);
     }
   }
-  std::printf("%-10s %-12s %9.2f\n", "all", "", total * 1e3);
+  std::printf("%-11s %-12s %9.2f\n", "all", "", total * 1e3);
 }
 
 }  // namespace
@@ -141,12 +141,13 @@ int main(int argc, char** argv) {
     rows.push_back({layer, pass, median_seconds(f), gflop, gbytes});
   };
 
-  // Forward activations, kept to feed the next layer and the backward passes.
-  const Tensor c1 = ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26});
-  const Tensor r1 = ops::cpu::relu_forward(c1);
+  // Forward activations, kept to feed the next layer and the backward passes. The
+  // convolutions apply their ReLU as they write (nn::lenet's ops::conv2d_relu), so r1 and
+  // r2 are both the convolutions' and the ReLUs' outputs.
+  constexpr bool kFusedRelu = true;
+  const Tensor r1 = ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}, kFusedRelu);
   const auto p1 = ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
-  const Tensor c2 = ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9});
-  const Tensor r2 = ops::cpu::relu_forward(c2);
+  const Tensor r2 = ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9}, kFusedRelu);
   const auto p2 = ops::cpu::pool2d_forward(r2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 4, 4});
   Tensor f2 = Tensor::empty({batch, 800});  // flatten: the plain form of pool2's output
   f2.copy_from(p2.out);
@@ -158,13 +159,15 @@ int main(int argc, char** argv) {
   const double fc3 = 2 * B * 800 * 128 / 1e9, fc4 = 2 * B * 128 * 10 / 1e9;
   const auto bytes = [&](const Tensor& t) { return 2.0 * static_cast<double>(t.bytes()) / 1e9; };  // read + write
 
-  add("conv1", "forward", conv1, 0, [&] { ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}); });
-  add("relu1", "forward", 0, bytes(c1), [&] { ops::cpu::relu_forward(c1); });
+  add("conv1+relu", "forward", conv1, 0, [&] {
+    ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}, kFusedRelu);
+  });
   add("pool1", "forward", 0, bytes(r1), [&] {
     ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
   });
-  add("conv2", "forward", conv2, 0, [&] { ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9}); });
-  add("relu2", "forward", 0, bytes(c2), [&] { ops::cpu::relu_forward(c2); });
+  add("conv2+relu", "forward", conv2, 0, [&] {
+    ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9}, kFusedRelu);
+  });
   add("pool2", "forward", 0, bytes(r2), [&] {
     ops::cpu::pool2d_forward(r2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 4, 4});
   });
@@ -182,10 +185,10 @@ int main(int argc, char** argv) {
   Tensor gp2 = Tensor::empty({batch, 50, 4, 4});
   gp2.copy_from(gc2_pooled);
   const Tensor gr2 = ops::cpu::pool2d_backward(gp2, p2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 9, 9});
-  const Tensor gc2 = ops::cpu::relu_backward(gr2, c2);
+  const Tensor gc2 = ops::cpu::relu_backward(gr2, r2);  // masked by the output, as conv2d_relu does
   const Tensor gp1 = ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g);
   const Tensor gr1 = ops::cpu::pool2d_backward(gp1, p1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 26, 26});
-  const Tensor gc1 = ops::cpu::relu_backward(gr1, c1);
+  const Tensor gc1 = ops::cpu::relu_backward(gr1, r1);
 
   add("fc4", "backward-x", fc4, 0, [&] { ops::cpu::linear_backward_data(gl4, p[6], {batch, 128}); });
   add("fc4", "backward-w", fc4, 0, [&] { ops::cpu::linear_backward_weights(gl4, r3, gw4, gb4); });
@@ -194,13 +197,13 @@ int main(int argc, char** argv) {
   add("pool2", "backward", 0, bytes(r2), [&] {
     ops::cpu::pool2d_backward(gp2, p2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 9, 9});
   });
-  add("relu2", "backward", 0, 1.5 * bytes(c2), [&] { ops::cpu::relu_backward(gr2, c2); });
+  add("relu2", "backward", 0, 1.5 * bytes(r2), [&] { ops::cpu::relu_backward(gr2, r2); });
   add("conv2", "backward-x", conv2, 0, [&] { ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g); });
   add("conv2", "backward-w", conv2, 0, [&] { ops::cpu::conv2d_backward_weights(gc2, p1.out, gw2, gb2, g); });
   add("pool1", "backward", 0, bytes(r1), [&] {
     ops::cpu::pool2d_backward(gp1, p1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 26, 26});
   });
-  add("relu1", "backward", 0, 1.5 * bytes(c1), [&] { ops::cpu::relu_backward(gr1, c1); });
+  add("relu1", "backward", 0, 1.5 * bytes(r1), [&] { ops::cpu::relu_backward(gr1, r1); });
   add("conv1", "backward-w", conv1, 0, [&] { ops::cpu::conv2d_backward_weights(gc1, x, gw1, gb1, g); });
 
   print(rows, peak);
