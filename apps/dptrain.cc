@@ -16,6 +16,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
+#include "dpt/ops/precision.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/mpi_communicator.h"
@@ -55,6 +56,7 @@ struct Flags {
   std::string dist = "none";
   double bucket_mb = 0;
   double collective_timeout = 300;
+  std::string precision = "fp32";
 };
 
 void add_train_flags(CLI::App& train, Flags& f) {
@@ -118,6 +120,12 @@ void add_train_flags(CLI::App& train, Flags& f) {
       .add_option("--bucket-mb", f.bucket_mb,
                   "Allreduce the gradients in buckets of this many MiB, each as soon as backward has produced it "
                   "(overlapping communication with backward); 0: one allreduce after backward")
+      ->capture_default_str();
+  train
+      .add_option("--precision", f.precision,
+                  "Convolution arithmetic: fp32, or bf16 (operands rounded to bfloat16, fp32 accumulation and "
+                  "outputs; needs a CPU with avx512_bf16). Resume with the precision the run started with.")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   train
       .add_option("--collective-timeout", f.collective_timeout,
@@ -243,6 +251,7 @@ parallel::ProcessGroup join_job(Flags& f, std::optional<parallel::MpiRuntime>& m
 
 int run_train(Flags& f, std::optional<parallel::MpiRuntime>& mpi) {
   check_flags(f);
+  ops::set_conv_precision(ops::parse_conv_precision(f.precision));  // refuses bf16 on a CPU without it
   const std::vector<Device> devices = parallel::parse_device_list(f.devices, /*cuda_device_count=*/0);
   parallel::bucket_bytes_from_mb(f.bucket_mb);  // a bad --bucket-mb fails before MPI starts
   const parallel::ProcessGroup group = join_job(f, mpi);
@@ -272,10 +281,11 @@ int run_train(Flags& f, std::optional<parallel::MpiRuntime>& mpi) {
                                 (f.bucket_mb > 0 ? ", " + std::to_string(f.bucket_mb) + " MiB buckets" : "");
   std::printf(
       "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
-      "from %s, batch %lld, lr %g, %d epochs\n",
+      "from %s, batch %lld, lr %g, %d epochs%s\n",
       f.model.c_str(), f.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
       static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), f.data_dir.c_str(),
-      static_cast<long long>(f.batch_size), f.lr, f.epochs);
+      static_cast<long long>(f.batch_size), f.lr, f.epochs,
+      ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "");
   std::fflush(stdout);
   train::install_stop_handlers();
 

@@ -41,6 +41,7 @@
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/ops/ops.h"
+#include "dpt/ops/precision.h"
 
 using dpt::DType;
 using dpt::Shape;
@@ -249,6 +250,75 @@ TEST(Conv2dRelu, FusedEqualsReluOfConv2dBitForBit) {
     for (float v : results[0][0]) zeros += v == 0.0f;
     EXPECT_GT(zeros, results[0][0].size() / 5);
     EXPECT_LT(zeros, results[0][0].size() * 4 / 5);
+  }
+}
+
+// --precision bf16 rounds each multiplied operand to bfloat16 (8 significant bits: relative
+// error at most 2^-8 each, so at most about 2^-7 per product) and accumulates in fp32. So
+// every output of the forward, and every element of both gradients, may differ from fp32
+// by at most 2^-7 times the same sum taken over the products' absolute values, which is
+// the same convolution (and its gradients) on |x|, |w| and |r|; fp32's own rounding adds
+// well under 1e-5 of that. The bf16 result must also differ from the fp32 one somewhere,
+// or the setting did not reach the kernels.
+TEST(Conv2dBf16, StaysWithinTheRoundingOfItsOperandsInEveryPass) {
+  if (!dpt::ops::cpu_has_bf16()) {
+    GTEST_SKIP() << "this CPU has no avx512_bf16, so --precision bf16 is refused here and there is nothing to test";
+  }
+  struct PrecisionScope {  // the setting is process-wide: put fp32 back whatever happens
+    explicit PrecisionScope(dpt::ops::ConvPrecision p) { dpt::ops::set_conv_precision(p); }
+    ~PrecisionScope() { dpt::ops::set_conv_precision(dpt::ops::ConvPrecision::fp32); }
+  };
+  const auto abs_of = [](const Tensor& t) {
+    Tensor out = Tensor::empty(t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = std::fabs(t.data<float>()[i]);
+    return out;
+  };
+  const Tensor x = random_tensor({4, 20, 13, 13}, 31), w = random_tensor({50, 20, 5, 5}, 32);
+  const Tensor b = random_tensor({50}, 33), r = random_tensor({4, 50, 9, 9}, 34);
+  // Output, grad x, grad w of sum(r * conv2d(x, w, b)) at the current precision.
+  const auto passes = [&](const Tensor& xs, const Tensor& ws, const Tensor& rs) {
+    std::vector<Tensor> in{xs.detach(), ws.detach(), b.detach()};
+    for (Tensor& t : in) t.set_requires_grad(true);
+    const Tensor y = ops::conv2d(in[0], in[1], in[2]);
+    weighted_sum(y, rs).backward();
+    return std::vector<std::vector<float>>{y.to_vector(), in[0].grad().to_vector(), in[1].grad().to_vector()};
+  };
+  const auto fp32 = passes(x, w, r);
+  // The gradients' bounds are those of sum(|r| * conv2d(|x|, |w|)); the output's is
+  // conv2d(|x|, |w|) without the bias, which is added in fp32.
+  std::vector<std::vector<float>> magnitude = passes(abs_of(x), abs_of(w), abs_of(r));
+  magnitude[0] = ops::conv2d(abs_of(x), abs_of(w), Tensor()).detach().to_vector();
+  std::vector<std::vector<float>> bf16;
+  {
+    PrecisionScope scope(dpt::ops::ConvPrecision::bf16);
+    bf16 = passes(x, w, r);
+  }
+  const char* names[] = {"output", "grad x", "grad weight"};
+  for (size_t pass = 0; pass < 3; ++pass) {
+    SCOPED_TRACE(names[pass]);
+    ASSERT_EQ(bf16[pass].size(), fp32[pass].size());
+    size_t differ = 0, over = 0;
+    double worst = 0;
+    for (size_t i = 0; i < fp32[pass].size(); ++i) {
+      const double diff = std::fabs(static_cast<double>(bf16[pass][i]) - fp32[pass][i]);
+      const double bound = std::ldexp(static_cast<double>(magnitude[pass][i]), -7) + 1e-6;
+      differ += diff > 0;
+      over += diff > bound;
+      worst = std::max(worst, diff / bound);
+    }
+    EXPECT_EQ(over, 0u) << "worst difference / bound " << worst;
+    EXPECT_GT(differ, fp32[pass].size() / 2) << "bf16 gave the fp32 result: the precision never reached the kernel";
+  }
+}
+
+TEST(Conv2dBf16, PrecisionNamesAreChecked) {
+  EXPECT_EQ(dpt::ops::parse_conv_precision("bf16"), dpt::ops::ConvPrecision::bf16);
+  EXPECT_EQ(dpt::ops::precision_name(dpt::ops::parse_conv_precision("fp32")), "fp32");
+  try {
+    dpt::ops::parse_conv_precision("fp16");
+    ADD_FAILURE() << "fp16 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--precision must be fp32 or bf16, got 'fp16'");
   }
 }
 

@@ -3,6 +3,7 @@
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
+#include "dpt/ops/precision.h"
 
 namespace dpt::ops::cpu {
 
@@ -20,12 +21,24 @@ PlainDescs plain_descs(const Shape& x, const Shape& weight, const Shape& out) {
   return {plain_desc(x, tag::nchw), plain_desc(weight, tag::oihw), plain_desc({weight[0]}, tag::x),
           plain_desc(out, tag::nchw)};
 }
+// The pass a primitive computes. Under --precision bf16 each pass reads the two tensors it
+// multiplies as bf16: the forward x and the weight, backward-data the upstream gradient
+// (the output's) and the weight, backward-weights the upstream gradient and x. What a pass
+// writes, and the bias, stay f32.
+enum class Pass { forward, backward_data, backward_weights };
+
 // The layouts the primitives run in: the weights' is the primitive's choice ("any"); the
 // activations' is conv_activation_tag's (nhwc, or "any" for the blocked layout oneDNN picks).
-PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out) {
+PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out, Pass pass) {
+  using type = dnnl::memory::data_type;
   const tag activations = conv_activation_tag(x[1], out[1]);
-  return {plain_desc(x, activations), plain_desc(weight, tag::any), plain_desc({weight[0]}, tag::x),
-          plain_desc(out, activations)};
+  const type low = conv_precision() == ConvPrecision::bf16 ? type::bf16 : type::f32;
+  const auto desc = [](const Shape& shape, type t, tag layout) {
+    return dnnl::memory::desc(to_dims(shape), t, layout);
+  };
+  return {desc(x, pass == Pass::backward_data ? type::f32 : low, activations),
+          desc(weight, pass == Pass::backward_weights ? type::f32 : low, tag::any), plain_desc({weight[0]}, tag::x),
+          desc(out, pass == Pass::forward ? type::f32 : low, activations)};
 }
 
 struct ConvForward {
@@ -37,9 +50,10 @@ struct ConvForward {
 // plain one: a ReLU post-op changes nothing the backward passes see).
 const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
                                      ConvGeometry g, bool fuse_relu = false) {
-  const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding, fuse_relu);
+  const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding, fuse_relu,
+                                    static_cast<int>(conv_precision()));
   return cached<ConvForward>(key, [&] {
-    const PlainDescs d = any_descs(x, weight, out);
+    const PlainDescs d = any_descs(x, weight, out, Pass::forward);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
     const auto desc =
         with_bias ? convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
@@ -80,9 +94,10 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
     convolution_backward_data::primitive_desc pd;
     convolution_backward_data primitive;
   };
-  const std::string key = cache_key("conv_bwd_data", x_shape, weight.shape(), grad_out.shape(), g.stride, g.padding);
+  const std::string key = cache_key("conv_bwd_data", x_shape, weight.shape(), grad_out.shape(), g.stride, g.padding,
+                                    static_cast<int>(conv_precision()));
   auto& prim = cached<Primitive>(key, [&] {
-    const PlainDescs d = any_descs(x_shape, weight.shape(), grad_out.shape());
+    const PlainDescs d = any_descs(x_shape, weight.shape(), grad_out.shape(), Pass::backward_data);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
     const convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.x, d.weight, d.out, strides,
                                                padding, padding);
@@ -108,10 +123,10 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
     convolution_backward_weights primitive;
   };
   const bool with_bias = grad_bias.defined();
-  const std::string key =
-      cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), with_bias, g.stride, g.padding);
+  const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), with_bias,
+                                    g.stride, g.padding, static_cast<int>(conv_precision()));
   auto& prim = cached<Primitive>(key, [&] {
-    const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape());
+    const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape(), Pass::backward_weights);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
     const auto desc = with_bias ? convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x, d.weight,
                                                                      d.bias, d.out, strides, padding, padding)

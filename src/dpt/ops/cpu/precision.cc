@@ -1,0 +1,38 @@
+#include "dpt/ops/precision.h"
+
+#include <atomic>
+#include <dnnl.hpp>
+#include <stdexcept>
+
+namespace dpt::ops {
+
+namespace {
+// Read by every device thread at each convolution; set once before training starts.
+std::atomic<ConvPrecision> g_precision{ConvPrecision::fp32};
+}  // namespace
+
+bool cpu_has_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+void set_conv_precision(ConvPrecision precision) {
+  if (precision == ConvPrecision::bf16 && !cpu_has_bf16()) {
+    throw std::invalid_argument(
+        "--precision bf16 needs a CPU with avx512_bf16 (native bfloat16 dot products), which this one lacks; "
+        "use --precision fp32");
+  }
+  g_precision.store(precision);
+}
+
+ConvPrecision conv_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+ConvPrecision parse_conv_precision(std::string_view text) {
+  if (text == "fp32") return ConvPrecision::fp32;
+  if (text == "bf16") return ConvPrecision::bf16;
+  throw std::invalid_argument("--precision must be fp32 or bf16, got '" + std::string(text) + "'");
+}
+
+std::string precision_name(ConvPrecision precision) { return precision == ConvPrecision::bf16 ? "bf16" : "fp32"; }
+
+}  // namespace dpt::ops
