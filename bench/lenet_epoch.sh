@@ -8,10 +8,12 @@ set -euo pipefail
 
 usage() {
   cat <<EOF
-usage: $0 [--build DIR] [--epochs N] [--devices LIST] [--data DIR]
+usage: $0 [--build DIR] [--epochs N] [--devices LIST] [--precision fp32|bf16] [--data DIR]
   --build DIR     CMake build directory holding apps/dptrain (default: build)
   --epochs N      training epochs for both sides (default: 1)
   --devices LIST  dptrain devices, e.g. cpu:1 (one device) or cpu:2 (two) (default: cpu:1)
+  --precision P   dptrain's convolution arithmetic, fp32 or bf16 (default: fp32; PyTorch
+                  runs fp32 either way)
   --data DIR      Fashion-MNIST IDX .gz directory, passed to both sides
                   (default: each side's own default, /usr/share/datasets/fashion-mnist)
 environment: PYTHON=/path/to/python3 picks the interpreter that has torch
@@ -25,6 +27,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build=build
 epochs=1
 devices=cpu:1
+precision=fp32
 data=
 batch=256
 lr=0.2
@@ -35,6 +38,7 @@ while [[ $# -gt 0 ]]; do
     --build)   [[ $# -ge 2 ]] || die "--build needs a directory"; build="$2"; shift 2 ;;
     --epochs)  [[ $# -ge 2 ]] || die "--epochs needs a number"; epochs="$2"; shift 2 ;;
     --devices) [[ $# -ge 2 ]] || die "--devices needs a list"; devices="$2"; shift 2 ;;
+    --precision) [[ $# -ge 2 ]] || die "--precision needs fp32 or bf16"; precision="$2"; shift 2 ;;
     --data)    [[ $# -ge 2 ]] || die "--data needs a directory"; data="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
@@ -68,7 +72,7 @@ trap 'rm -f "$log"' EXIT
 
 # --- dptrain -----------------------------------------------------------------------
 cmd=("$dptrain" train --model lenet --epochs "$epochs" --batch-size "$batch" --lr "$lr"
-     --devices "$devices" "${data_args[@]}")
+     --devices "$devices" --precision "$precision" "${data_args[@]}")
 echo "== ${cmd[*]}" >&2
 set +e
 "${cmd[@]}" 2>&1 | tee "$log" >&2
@@ -147,7 +151,9 @@ fi
 printf '  %-22s %s\n' "busy before run" "$busy_before of $cores cores$busy_note"
 printf '  %-22s %s\n' "torch" "$torch_version${pt_blas:+, BLAS: $pt_blas}"
 printf '  %-22s %12s %12s %10s\n' "" "sec/epoch" "eval sec" "test acc"
-printf '  %-22s %12s %12s %10s\n' "dptrain [$dpt_on]" "$dpt_sec" "${dpt_eval:-?}" "$dpt_acc"
+dpt_label="dptrain [$dpt_on]"
+[[ "$precision" == fp32 ]] || dpt_label="dptrain $precision [$dpt_on]"
+printf '  %-22s %12s %12s %10s\n' "$dpt_label" "$dpt_sec" "${dpt_eval:-?}" "$dpt_acc"
 ratio_of() { awk -v p="$1" -v d="$2" 'BEGIN { if (p > 0 && d > 0) printf "%.2f", p / d; else print "n/a" }'; }
 if [[ -n "$pt_sec" ]]; then
   printf '  %-22s %12s %12s %10s\n' "pytorch [$threads threads]" "$pt_sec" "${pt_eval:-?}" "$pt_acc"
