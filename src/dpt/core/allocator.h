@@ -1,7 +1,8 @@
 // Host memory for tensors. Training allocates the same sizes step after step; returning
 // those blocks to the system and asking again costs a page fault per 4 KiB on every
 // step (large blocks are mmap'ed fresh each time). So freed blocks are kept, by size,
-// and handed out again: after the first step, training allocates nothing new.
+// and handed out again: after the first step, training allocates nothing new. Each thread
+// first reuses the blocks it freed itself (see allocator.cc for why).
 #pragma once
 
 #include <cstddef>
