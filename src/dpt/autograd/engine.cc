@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "dpt/autograd/node.h"
+#include "dpt/ops/backend.h"
 
 namespace dpt::autograd {
 
@@ -12,13 +13,8 @@ namespace {
 thread_local bool t_grad_enabled = true;
 thread_local const GradReadyHook* t_grad_ready_hook = nullptr;
 
-// out += in, elementwise; both f32 of equal size.
-void add_into(const Tensor& out, const Tensor& in) {
-  float* o = out.data<float>();
-  const float* i = in.data<float>();
-  const int64_t n = out.numel();
-  for (int64_t k = 0; k < n; ++k) o[k] += i[k];
-}
+// out += in, elementwise, on their device; both f32 of equal size.
+void add_into(const Tensor& out, const Tensor& in) { ops::backend_for(out).accumulate(out, in); }
 
 void check_grad_shape(const Node& node, const TensorImpl& input, const Tensor& grad) {
   if (shape_numel(grad.shape()) != shape_numel(input.shape)) {

@@ -7,6 +7,7 @@
 
 #include "dpt/autograd/engine.h"
 #include "dpt/core/allocator.h"
+#include "dpt/cuda/runtime.h"
 
 namespace dpt {
 
@@ -28,11 +29,29 @@ int64_t shape_numel(const Shape& shape) {
 size_t dtype_size(DType dtype) { return dtype == DType::f32 ? sizeof(float) : sizeof(int64_t); }
 const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "float32" : "int64"; }
 
+namespace {
+bool on_gpu(Device device) { return device.kind == Device::Kind::cuda; }
+}  // namespace
+
 Storage::Storage(size_t bytes, std::shared_ptr<const BackendLayout> layout)
     : data_(allocate_host(bytes)), bytes_(bytes), layout_(std::move(layout)) {}
-Storage::~Storage() { release_host(data_, bytes_); }
+Storage::Storage(size_t bytes, Device device)
+    : data_(on_gpu(device) ? cuda::allocate(device.index, bytes) : allocate_host(bytes)),
+      bytes_(bytes),
+      device_(device) {}
+Storage::~Storage() {
+  if (on_gpu(device_)) {
+    cuda::release(device_.index, data_, bytes_);
+  } else {
+    release_host(data_, bytes_);
+  }
+}
 
 void* Storage::data(size_t plain_bytes) {
+  if (on_gpu(device_)) {
+    throw std::logic_error("host access to a tensor on " + device_.str() +
+                           ": copy it to the host first (Tensor::to(Device::cpu()))");
+  }
   if (layout_) {
     void* plain = allocate_host(plain_bytes);
     layout_->to_plain(data_, plain);
@@ -48,11 +67,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
   }
-  if (device.kind != Device::Kind::cpu) {
-    throw std::invalid_argument("tensor on " + device.str() + ": this build has no CUDA backend");
-  }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
   impl->shape = shape;
   impl->dtype = dtype;
   impl->device = device;
@@ -61,11 +77,17 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::memset(t.impl_->storage->raw_data(), 0, t.bytes());
+  if (on_gpu(device)) {
+    cuda::fill_zero(device.index, t.impl_->storage->raw_data(), t.bytes());
+  } else {
+    std::memset(t.impl_->storage->raw_data(), 0, t.bytes());
+  }
   return t;
 }
 
+// The factories that take values fill a host tensor and copy it to a GPU.
 Tensor Tensor::full(const Shape& shape, float value, Device device) {
+  if (on_gpu(device)) return full(shape, value).to(device);
   Tensor t = empty(shape, DType::f32, device);
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = value;
@@ -77,12 +99,14 @@ Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape,
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
                                 shape_str(shape));
   }
+  if (on_gpu(device)) return from_vector(values, shape).to(device);
   Tensor t = empty(shape, DType::f32, device);
   std::memcpy(t.data<float>(), values.data(), t.bytes());
   return t;
 }
 
 Tensor Tensor::from_labels(const std::vector<int64_t>& labels, Device device) {
+  if (on_gpu(device)) return from_labels(labels).to(device);
   Tensor t = empty({static_cast<int64_t>(labels.size())}, DType::i64, device);
   std::memcpy(t.data<int64_t>(), labels.data(), t.bytes());
   return t;
@@ -113,10 +137,12 @@ int64_t* Tensor::data<int64_t>() const {
 
 float Tensor::item() const {
   if (numel() != 1) throw std::logic_error("item() on a tensor of shape " + shape_str(shape()));
+  if (on_gpu(device())) return to(Device::cpu()).item();
   return data<float>()[0];
 }
 
 std::vector<float> Tensor::to_vector() const {
+  if (on_gpu(device())) return to(Device::cpu()).to_vector();
   const float* p = data<float>();
   return std::vector<float>(p, p + numel());
 }
@@ -150,7 +176,14 @@ Tensor& Tensor::set_name(std::string name) {
 
 Tensor Tensor::clone() const {
   Tensor t = empty(shape(), dtype(), device());
-  std::memcpy(t.impl_->storage->raw_data(), impl_->storage->data(bytes()), bytes());
+  t.copy_from(*this);
+  return t;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  Tensor t = empty(shape(), dtype(), device);
+  t.copy_from(*this);
   return t;
 }
 
@@ -159,7 +192,20 @@ void Tensor::copy_from(const Tensor& src) const {
     throw std::invalid_argument("copy_from: source " + shape_str(src.shape()) + " " + dtype_name(src.dtype()) +
                                 " does not match destination " + shape_str(shape()) + " " + dtype_name(dtype()));
   }
-  std::memcpy(impl_->storage->data(bytes()), src.impl_->storage->data(src.bytes()), bytes());
+  const Device to = device(), from = src.device();
+  Storage& dst_storage = *impl_->storage;
+  Storage& src_storage = *src.impl_->storage;
+  if (!on_gpu(to) && !on_gpu(from)) {
+    std::memcpy(dst_storage.data(bytes()), src_storage.data(src.bytes()), bytes());
+  } else if (!on_gpu(from)) {
+    cuda::copy_from_host(to.index, dst_storage.raw_data(), src_storage.data(src.bytes()), bytes());
+  } else if (!on_gpu(to)) {
+    cuda::copy_to_host(from.index, dst_storage.data(bytes()), src_storage.raw_data(), bytes());
+  } else if (to == from) {
+    cuda::copy_on_device(to.index, dst_storage.raw_data(), src_storage.raw_data(), bytes());
+  } else {
+    cuda::copy_between_devices(to.index, dst_storage.raw_data(), from.index, src_storage.raw_data(), bytes());
+  }
 }
 
 }  // namespace dpt

@@ -30,24 +30,30 @@ class BackendLayout {
   virtual void to_plain(const void* blocked, void* plain) const = 0;
 };
 
-// Aligned host memory, freed when the last tensor viewing it goes away. Every view of a
-// storage (detach, reshape) sees the same layout, because the layout lives here.
+// Aligned host memory, or memory on one GPU, freed when the last tensor viewing it goes
+// away. Every view of a storage (detach, reshape) sees the same layout, because the layout
+// lives here.
 class Storage {
  public:
   explicit Storage(size_t bytes, std::shared_ptr<const BackendLayout> layout = nullptr);
+  // Memory on `device`: host memory for a cpu device, device memory for cuda:N.
+  Storage(size_t bytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  // The bytes in plain row-major order (converted in place, once, if a backend layout held them).
+  // The bytes in plain row-major order (converted in place, once, if a backend layout held
+  // them). Host memory only: on a GPU storage this throws std::logic_error.
   void* data(size_t plain_bytes);
   // The bytes as they are, in layout(): for backends that understand it.
   void* raw_data() const { return data_; }
   const BackendLayout* layout() const { return layout_.get(); }
   size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  Device device_;
   std::shared_ptr<const BackendLayout> layout_;
 };
 
@@ -88,7 +94,7 @@ class Tensor {
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
 
   template <class T>
-  T* data() const;     // checked against dtype
+  T* data() const;     // checked against dtype; host tensors only (a GPU tensor throws)
   float item() const;  // the single value of a one-element f32 tensor
   std::vector<float> to_vector() const;
 
@@ -105,8 +111,10 @@ class Tensor {
 
   // A new tensor with its own copy of the data (no history).
   Tensor clone() const;
-  // Copies the values of `src` (same numel and dtype) into this tensor's storage.
+  // Copies the values of `src` (same numel and dtype, any device) into this tensor's storage.
   void copy_from(const Tensor& src) const;
+  // This tensor on `device`: itself when it is there already, else a copy (no history).
+  Tensor to(Device device) const;
 
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

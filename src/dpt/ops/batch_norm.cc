@@ -2,8 +2,8 @@
 #include <string>
 
 #include "dpt/autograd/node.h"
+#include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
-#include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
@@ -33,26 +33,21 @@ Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Te
           "training needs more than one value per channel, got input " + shape_str(x.shape()) +
               " (use a batch larger than 1 or evaluation mode)");
 
-  cpu::BatchNormResult forward;
+  require_same_device({&x, &gamma, &beta, &running_mean, &running_var}, op);
+  const Backend& kernels = backend_for(x);
+  BatchNormResult forward;
   if (training) {
-    forward = cpu::batch_norm_forward(x, gamma, beta, true, Tensor(), Tensor(), eps);
+    forward = kernels.batch_norm_forward(x, gamma, beta, true, Tensor(), Tensor(), eps);
     // running = (1 - momentum) * running + momentum * batch statistic, with the unbiased
     // variance, as torch.nn.BatchNorm2d does. Buffers, not part of any graph.
     const double unbiased = static_cast<double>(per_channel) / static_cast<double>(per_channel - 1);
-    float* rm = running_mean.data<float>();
-    float* rv = running_var.data<float>();
-    const float* mean = forward.mean.data<float>();
-    const float* var = forward.variance.data<float>();
-    for (int64_t c = 0; c < x.dim(1); ++c) {
-      rm[c] = static_cast<float>((1.0 - momentum) * rm[c] + momentum * static_cast<double>(mean[c]));
-      rv[c] = static_cast<float>((1.0 - momentum) * rv[c] + momentum * unbiased * static_cast<double>(var[c]));
-    }
+    kernels.batch_norm_update_running(running_mean, running_var, forward.mean, forward.variance, momentum, unbiased);
   } else {
     // Copies: a later training step updates the running stats in place, and this
     // forward's backward must still see the values it normalized with.
     const bool record = autograd::should_record({&x, &gamma, &beta});
-    forward = cpu::batch_norm_forward(x, gamma, beta, false, record ? running_mean.clone() : running_mean.detach(),
-                                      record ? running_var.clone() : running_var.detach(), eps);
+    forward = kernels.batch_norm_forward(x, gamma, beta, false, record ? running_mean.clone() : running_mean.detach(),
+                                         record ? running_var.clone() : running_var.detach(), eps);
   }
 
   Tensor out = forward.out;
@@ -62,7 +57,8 @@ Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Te
         out, op, {&x, &gamma, &beta},
         [x = x.detach(), gamma = gamma.detach(), beta = beta.detach(), mean = forward.mean, variance = forward.variance,
          training, eps, need_x, need_gamma, need_beta](const Tensor& grad_out) -> std::vector<Tensor> {
-          cpu::BatchNormGrads grads = cpu::batch_norm_backward(grad_out, x, gamma, beta, training, mean, variance, eps);
+          BatchNormGrads grads =
+              backend_for(grad_out).batch_norm_backward(grad_out, x, gamma, beta, training, mean, variance, eps);
           return {need_x ? grads.grad_x : Tensor(), need_gamma ? grads.grad_gamma : Tensor(),
                   need_beta ? grads.grad_beta : Tensor()};
         });

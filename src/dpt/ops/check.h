@@ -2,6 +2,7 @@
 // name and the shapes involved.
 #pragma once
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +23,23 @@ inline void require_rank(const Tensor& t, int rank, const std::string& op, const
   require_f32(t, op, what);
   require(t.ndim() == rank, op,
           std::string(what) + " must have " + std::to_string(rank) + " dimensions, got shape " + shape_str(t.shape()));
+}
+
+// Every defined tensor of an op lives where the first one does: kernels never reach across
+// GPUs. (All cpu:N devices share host memory; they differ only in the thread that computes.)
+inline void require_same_device(std::initializer_list<const Tensor*> tensors, const std::string& op) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    if (!first) {
+      first = t;
+      continue;
+    }
+    const bool both_host = t->device().kind == Device::Kind::cpu && first->device().kind == Device::Kind::cpu;
+    require(both_host || t->device() == first->device(), op,
+            "operands on different devices: " + first->device().str() + " and " + t->device().str() +
+                " (move them with Tensor::to first)");
+  }
 }
 
 }  // namespace dpt::ops

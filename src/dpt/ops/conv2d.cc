@@ -1,6 +1,6 @@
 #include "dpt/autograd/node.h"
+#include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
-#include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
@@ -25,9 +25,10 @@ Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, in
   require(x.dim(2) + 2 * padding >= weight.dim(2) && x.dim(3) + 2 * padding >= weight.dim(3), op,
           "kernel " + shape_str(weight.shape()) + " is larger than the padded input " + shape_str(x.shape()));
   const Shape out_shape{x.dim(0), weight.dim(0), out_h, out_w};
-  const cpu::ConvGeometry geometry{stride, padding};
+  const ConvGeometry geometry{stride, padding};
 
-  Tensor out = cpu::conv2d_forward(x, weight, bias, geometry, out_shape, fuse_relu);
+  require_same_device({&x, &weight, &bias}, op);
+  Tensor out = backend_for(x).conv2d_forward(x, weight, bias, geometry, out_shape, fuse_relu);
   if (autograd::should_record({&x, &weight, &bias})) {
     const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
     const bool need_b = bias.defined() && bias.needs_grad();
@@ -36,13 +37,13 @@ Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, in
         out, op, {&x, &weight, &bias},
         [x = x.detach(), weight = weight.detach(), relu_out = fuse_relu ? out.detach() : Tensor(), need_x, need_w,
          need_b, geometry, has_bias = bias.defined()](const Tensor& grad_out) -> std::vector<Tensor> {
-          const Tensor grad_z = relu_out.defined() ? cpu::relu_backward(grad_out, relu_out) : grad_out;
+          const Tensor grad_z = relu_out.defined() ? backend_for(grad_out).relu_backward(grad_out, relu_out) : grad_out;
           Tensor grad_x, grad_w, grad_b;
-          if (need_x) grad_x = cpu::conv2d_backward_data(grad_z, weight, x.shape(), geometry);
+          if (need_x) grad_x = backend_for(grad_z).conv2d_backward_data(grad_z, weight, x.shape(), geometry);
           if (need_w || need_b) {
             grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
             if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
-            cpu::conv2d_backward_weights(grad_z, x, grad_w, grad_b, geometry);
+            backend_for(grad_z).conv2d_backward_weights(grad_z, x, grad_w, grad_b, geometry);
           }
           return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
         });

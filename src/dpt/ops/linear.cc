@@ -1,6 +1,6 @@
 #include "dpt/autograd/node.h"
+#include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
-#include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
@@ -17,7 +17,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     require(bias.dim(0) == weight.dim(0), op,
             "bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()));
   }
-  Tensor out = cpu::linear_forward(x, weight, bias);
+  require_same_device({&x, &weight, &bias}, op);
+  Tensor out = backend_for(x).linear_forward(x, weight, bias);
   if (autograd::should_record({&x, &weight, &bias})) {
     const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
     const bool need_b = bias.defined() && bias.needs_grad();
@@ -25,11 +26,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      [x = x.detach(), weight = weight.detach(), need_x, need_w, need_b,
                       has_bias = bias.defined()](const Tensor& grad_out) -> std::vector<Tensor> {
                        Tensor grad_x, grad_w, grad_b;
-                       if (need_x) grad_x = cpu::linear_backward_data(grad_out, weight, x.shape());
+                       if (need_x) grad_x = backend_for(grad_out).linear_backward_data(grad_out, weight, x.shape());
                        if (need_w || need_b) {
                          grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
                          if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
-                         cpu::linear_backward_weights(grad_out, x, grad_w, grad_b);
+                         backend_for(grad_out).linear_backward_weights(grad_out, x, grad_w, grad_b);
                        }
                        return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
                      });
@@ -42,14 +43,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   require_rank(a, 2, op, "left operand");
   require_rank(b, 2, op, "right operand");
   require(a.dim(1) == b.dim(0), op, "cannot multiply " + shape_str(a.shape()) + " by " + shape_str(b.shape()));
-  Tensor out = cpu::matmul(a, false, b, false);
+  require_same_device({&a, &b}, op);
+  Tensor out = backend_for(a).matmul(a, false, b, false);
   if (autograd::should_record({&a, &b})) {
     autograd::record(out, op, {&a, &b},
                      [a = a.detach(), b = b.detach(), need_a = a.needs_grad(),
                       need_b = b.needs_grad()](const Tensor& grad_out) -> std::vector<Tensor> {
                        // dA = dC B^T, dB = A^T dC
-                       return {need_a ? cpu::matmul(grad_out, false, b, true) : Tensor(),
-                               need_b ? cpu::matmul(a, true, grad_out, false) : Tensor()};
+                       return {need_a ? backend_for(grad_out).matmul(grad_out, false, b, true) : Tensor(),
+                               need_b ? backend_for(grad_out).matmul(a, true, grad_out, false) : Tensor()};
                      });
   }
   return out;

@@ -1,7 +1,5 @@
-#include <algorithm>
-#include <cmath>
-
 #include "dpt/autograd/node.h"
+#include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
 #include "dpt/ops/ops.h"
 
@@ -15,83 +13,34 @@ void check_logits_and_labels(const Tensor& logits, const Tensor& labels, const s
   require(labels.dim(0) == logits.dim(0), op,
           "logits " + shape_str(logits.shape()) + " and labels " + shape_str(labels.shape()) +
               " disagree on the batch size");
+  require(labels.device().kind == Device::Kind::cpu ? logits.device().kind == Device::Kind::cpu
+                                                    : labels.device() == logits.device(),
+          op, "logits on " + logits.device().str() + " but labels on " + labels.device().str());
 }
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction) {
   const std::string op = "cross_entropy";
   check_logits_and_labels(logits, labels, op);
-  const int64_t n = logits.dim(0), k = logits.dim(1);
-  const float* z = logits.data<float>();
-  const int64_t* y = labels.data<int64_t>();
-
-  // Softmax probabilities are kept for backward: d loss_i / d z_ij = p_ij - [j == y_i].
-  Tensor probs = Tensor::empty({n, k}, DType::f32, logits.device());
-  Tensor per_example = Tensor::empty({n}, DType::f32, logits.device());
-  float* p = probs.data<float>();
-  float* l = per_example.data<float>();
-  double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    require(y[i] >= 0 && y[i] < k, op,
-            "label " + std::to_string(y[i]) + " at index " + std::to_string(i) + " is outside [0, " +
-                std::to_string(k) + ")");
-    const float* row = z + i * k;
-    // Subtracting the row maximum keeps exp() from overflowing on large logits.
-    const float max = *std::max_element(row, row + k);
-    double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(row[j] - max));
-    const double log_sum = std::log(sum);
-    for (int64_t j = 0; j < k; ++j) p[i * k + j] = static_cast<float>(std::exp(row[j] - max - log_sum));
-    l[i] = static_cast<float>(log_sum - (row[y[i]] - max));
-    total += l[i];
-  }
-
-  Tensor out;
-  if (reduction == Reduction::none) {
-    out = per_example;
-  } else {
-    const double value = reduction == Reduction::sum ? total : total / static_cast<double>(n);
-    out = Tensor::full({1}, static_cast<float>(value), logits.device());
-  }
+  CrossEntropyResult forward = backend_for(logits).cross_entropy_forward(logits, labels, reduction);
   if (autograd::should_record({&logits})) {
-    autograd::record(out, op, {&logits},
-                     [probs, labels = labels.detach(), reduction](const Tensor& grad_out) -> std::vector<Tensor> {
-                       const int64_t n = probs.dim(0), k = probs.dim(1);
-                       Tensor grad = probs.clone();
-                       float* g = grad.data<float>();
-                       const int64_t* y = labels.data<int64_t>();
-                       const float* go = grad_out.data<float>();
-                       for (int64_t i = 0; i < n; ++i) {
-                         g[i * k + y[i]] -= 1.0f;
-                         const float scale = reduction == Reduction::none  ? go[i]
-                                             : reduction == Reduction::sum ? go[0]
-                                                                           : go[0] / static_cast<float>(n);
-                         for (int64_t j = 0; j < k; ++j) g[i * k + j] *= scale;
-                       }
-                       return {grad};
-                     });
+    autograd::record(
+        forward.loss, op, {&logits},
+        [probs = forward.probs, labels = labels.detach(), reduction](const Tensor& grad_out) {
+          return std::vector<Tensor>{backend_for(probs).cross_entropy_backward(probs, labels, grad_out, reduction)};
+        });
   }
-  return out;
+  return forward.loss;
 }
 
 Tensor argmax(const Tensor& x) {
   require_rank(x, 2, "argmax", "input");
-  const int64_t n = x.dim(0), k = x.dim(1);
-  Tensor out = Tensor::empty({n}, DType::i64, x.device());
-  const float* v = x.data<float>();
-  int64_t* idx = out.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i) idx[i] = std::max_element(v + i * k, v + (i + 1) * k) - (v + i * k);
-  return out;
+  return backend_for(x).argmax(x);
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   check_logits_and_labels(logits, labels, "count_correct");
-  const Tensor predicted = argmax(logits);
-  const int64_t* p = predicted.data<int64_t>();
-  const int64_t* y = labels.data<int64_t>();
-  int64_t correct = 0;
-  for (int64_t i = 0; i < labels.dim(0); ++i) correct += p[i] == y[i];
-  return correct;
+  return backend_for(logits).count_correct(logits, labels);
 }
 
 }  // namespace dpt::ops

@@ -1,44 +1,44 @@
 #include "dpt/autograd/node.h"
+#include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
-#include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
 
 namespace {
-Tensor pool2d(const Tensor& x, cpu::PoolKind kind, int kernel, int stride) {
-  const std::string op = kind == cpu::PoolKind::max ? "max_pool2d" : "avg_pool2d";
+Tensor pool2d(const Tensor& x, PoolKind kind, int kernel, int stride) {
+  const std::string op = kind == PoolKind::max ? "max_pool2d" : "avg_pool2d";
   require_rank(x, 4, op, "input");
   require(kernel >= 1 && stride >= 1, op, "kernel and stride must be >= 1");
   require(x.dim(2) >= kernel && x.dim(3) >= kernel, op,
           "window " + std::to_string(kernel) + " is larger than the input " + shape_str(x.shape()));
   const Shape out_shape{x.dim(0), x.dim(1), (x.dim(2) - kernel) / stride + 1, (x.dim(3) - kernel) / stride + 1};
 
-  cpu::PoolResult forward = cpu::pool2d_forward(x, kind, kernel, stride, out_shape);
+  PoolResult forward = backend_for(x).pool2d_forward(x, kind, kernel, stride, out_shape);
   Tensor out = forward.out;
   if (autograd::should_record({&x})) {
     forward.out = Tensor();  // backward needs only the workspace; never hold the output itself
     autograd::record(
         out, op, {&x},
         [forward, kind, kernel, stride, x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
-          return {cpu::pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape)};
+          return {backend_for(grad_out).pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape)};
         });
   }
   return out;
 }
 }  // namespace
 
-Tensor avg_pool2d(const Tensor& x, int kernel, int stride) { return pool2d(x, cpu::PoolKind::avg, kernel, stride); }
-Tensor max_pool2d(const Tensor& x, int kernel, int stride) { return pool2d(x, cpu::PoolKind::max, kernel, stride); }
+Tensor avg_pool2d(const Tensor& x, int kernel, int stride) { return pool2d(x, PoolKind::avg, kernel, stride); }
+Tensor max_pool2d(const Tensor& x, int kernel, int stride) { return pool2d(x, PoolKind::max, kernel, stride); }
 
 Tensor global_avg_pool2d(const Tensor& x) {
   const std::string op = "global_avg_pool2d";
   require_rank(x, 4, op, "input");
   require(x.dim(2) >= 1 && x.dim(3) >= 1, op, "input " + shape_str(x.shape()) + " has an empty plane");
-  Tensor out = cpu::global_avg_pool2d_forward(x);
+  Tensor out = backend_for(x).global_avg_pool2d_forward(x);
   if (autograd::should_record({&x})) {
     autograd::record(out, op, {&x}, [x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
-      return {cpu::global_avg_pool2d_backward(grad_out, x_shape)};
+      return {backend_for(grad_out).global_avg_pool2d_backward(grad_out, x_shape)};
     });
   }
   return out;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/ops/backend.h"
 #include "dpt/optim/sgd.h"
 
 namespace dpt::optim {
@@ -31,22 +32,14 @@ void SGD::step() {
       const Tensor& param = params_[r][i];
       const Tensor grad = param.grad();
       if (!grad.defined()) continue;
-      float* p = param.data<float>();
-      const float* g = grad.data<float>();
-      const int64_t n = param.numel();
       if (momentum == 0.0f) {
-        for (int64_t k = 0; k < n; ++k) p[k] -= lr * (g[k] + decay * p[k]);
+        ops::backend_for(param).sgd_update(param, grad, Tensor(), lr, 0.0f, decay, false);
         continue;
       }
       Tensor& velocity = velocity_[r][i];
       const bool first = !velocity.defined();
       if (first) velocity = Tensor::empty(param.shape(), DType::f32, param.device());
-      float* v = velocity.data<float>();
-      for (int64_t k = 0; k < n; ++k) {
-        const float d = g[k] + decay * p[k];
-        v[k] = first ? d : momentum * v[k] + d;
-        p[k] -= lr * v[k];
-      }
+      ops::backend_for(param).sgd_update(param, grad, velocity, lr, momentum, decay, first);
     }
   }
 }

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/ops/backend.h"
+
 namespace dpt::optim {
 
 void check_learning_rate(double lr) {
@@ -20,9 +22,7 @@ void sgd(const std::vector<Tensor>& params, float lr, int64_t batch_size) {
   for (const Tensor& param : params) {
     const Tensor grad = param.grad();
     if (!grad.defined()) continue;  // a parameter the loss did not reach
-    float* p = param.data<float>();
-    const float* g = grad.data<float>();
-    for (int64_t i = 0; i < param.numel(); ++i) p[i] -= scale * g[i];
+    ops::backend_for(param).sgd_update(param, grad, Tensor(), scale, 0.0f, 0.0f, false);
     param.zero_grad();
   }
 }

@@ -3,13 +3,16 @@
 #pragma once
 
 #include "dpt/core/tensor.h"
+#include "dpt/ops/backend.h"
 
 namespace dpt::ops::cpu {
 
-struct ConvGeometry {
-  int stride = 1;
-  int padding = 0;
-};
+using ops::BatchNormGrads;
+using ops::BatchNormResult;
+using ops::ConvGeometry;
+using ops::PoolKind;
+using ops::PoolResult;
+
 // With fuse_relu the output is relu(conv(x) + bias), the ReLU applied by the convolution
 // as it writes (a oneDNN post-op) instead of in a second pass over the output.
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
@@ -19,12 +22,6 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                              const Tensor& grad_bias, ConvGeometry geometry);
 
-enum class PoolKind { max, avg };
-struct PoolResult {
-  Tensor out;
-  std::shared_ptr<void> workspace;  // max pooling remembers where each maximum was
-  int layout = 0;                   // the dnnl format_tag it ran in (0: the default, blocked)
-};
 PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape);
 Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,
                        const Shape& x_shape);
@@ -33,22 +30,10 @@ Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKi
 Tensor global_avg_pool2d_forward(const Tensor& x);
 Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape);
 
-// Batch normalization over N, H, W of x [N, C, H, W] with scale gamma [C] and shift beta [C].
-// The primitive runs in the layout x already has, and the output keeps it.
-//  * batch statistics (use_batch_stats): computes mean and biased variance [C] of this
-//    batch, normalizes with them and returns them;
-//  * given statistics: normalizes with `mean` and `variance` [C] (e.g. running stats),
-//    which the result then holds.
-struct BatchNormResult {
-  Tensor out;
-  Tensor mean;      // [C], plain
-  Tensor variance;  // [C], plain, biased (divided by N*H*W)
-};
+// Batch normalization over N, H, W of x; see ops::Backend. The primitive runs in the
+// layout x already has, and the output keeps it.
 BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, bool use_batch_stats,
                                    const Tensor& mean, const Tensor& variance, float eps);
-struct BatchNormGrads {
-  Tensor grad_x, grad_gamma, grad_beta;
-};
 // Gradients for a forward that used `mean` / `variance`; with use_batch_stats they are the
 // batch's own statistics (and depend on x), otherwise constants. (No gradient depends on
 // beta, but oneDNN 2.6 refuses to run the backward primitive without it.)
@@ -65,5 +50,17 @@ void linear_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
 
 // c = op(a) @ op(b), op transposing when asked; a, b, c row-major 2-D.
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
+
+// Plain loops (elementwise.cc, loss.cc); see ops::Backend for what each does.
+void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
+                               const Tensor& variance, float momentum, double unbiased);
+Tensor add(const Tensor& a, const Tensor& b);
+void accumulate(const Tensor& into, const Tensor& from);
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum, float decay,
+                bool first);
+CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction);
+Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction);
+Tensor argmax(const Tensor& x);
+int64_t count_correct(const Tensor& logits, const Tensor& labels);
 
 }  // namespace dpt::ops::cpu

@@ -1,0 +1,120 @@
+// The kernels behind the ops, one implementation per kind of device. dpt/ops/*.cc check
+// shapes and record autograd; they ask backend_for(tensor) for the kernels of the device
+// the tensor lives on (ops/cpu: oneDNN and plain loops; ops/cuda: cuDNN, cuBLAS and our
+// own CUDA kernels). Every kernel takes checked shapes, tensors on its own device, and
+// writes freshly allocated outputs on that device unless it says "fills" or "in place".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "dpt/core/tensor.h"
+#include "dpt/ops/ops.h"
+
+namespace dpt::ops {
+
+struct ConvGeometry {
+  int stride = 1;
+  int padding = 0;
+};
+
+enum class PoolKind { max, avg };
+struct PoolResult {
+  Tensor out;
+  std::shared_ptr<void> workspace;  // what a backend keeps for backward (max pooling: where each maximum was)
+  int layout = 0;                   // the CPU backend's dnnl format_tag (0: its default, blocked)
+};
+
+// Batch normalization of x [N, C, H, W] with scale gamma [C] and shift beta [C]:
+//  * batch statistics (use_batch_stats): computes mean and biased variance [C] of this
+//    batch, normalizes with them and returns them;
+//  * given statistics: normalizes with `mean` and `variance` [C] (e.g. running stats),
+//    which the result then holds.
+struct BatchNormResult {
+  Tensor out;
+  Tensor mean;      // [C], plain
+  Tensor variance;  // [C], plain, biased (divided by N*H*W)
+};
+struct BatchNormGrads {
+  Tensor grad_x, grad_gamma, grad_beta;
+};
+
+struct CrossEntropyResult {
+  Tensor loss;   // [N] per example for Reduction::none, else [1]
+  Tensor probs;  // [N, K] softmax probabilities, kept for backward
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // With fuse_relu the output is relu(conv(x) + bias), in one pass over the output.
+  virtual Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
+                                const Shape& out_shape, bool fuse_relu) const = 0;
+  virtual Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape,
+                                      ConvGeometry geometry) const = 0;
+  // Fills grad_weight and (when defined) grad_bias.
+  virtual void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+                                       const Tensor& grad_bias, ConvGeometry geometry) const = 0;
+
+  virtual PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride,
+                                    const Shape& out_shape) const = 0;
+  virtual Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel,
+                                 int stride, const Shape& x_shape) const = 0;
+  // Mean over each whole H x W plane: [N, C, H, W] -> [N, C, 1, 1].
+  virtual Tensor global_avg_pool2d_forward(const Tensor& x) const = 0;
+  virtual Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const = 0;
+
+  virtual BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                             bool use_batch_stats, const Tensor& mean, const Tensor& variance,
+                                             float eps) const = 0;
+  // Gradients for a forward that used `mean` / `variance`; with use_batch_stats they are the
+  // batch's own statistics (and depend on x), otherwise constants.
+  virtual BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& gamma,
+                                             const Tensor& beta, bool use_batch_stats, const Tensor& mean,
+                                             const Tensor& variance, float eps) const = 0;
+  // In place: running = (1 - momentum) * running + momentum * stat, the variance scaled by
+  // `unbiased` (n / (n - 1)) first, as torch.nn.BatchNorm2d.
+  virtual void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
+                                         const Tensor& variance, float momentum, double unbiased) const = 0;
+
+  virtual Tensor relu_forward(const Tensor& x) const = 0;
+  // grad_out where x > 0, else 0 (x may be relu's input or its output: the same mask).
+  virtual Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const = 0;
+
+  // y = x W^T + b.
+  virtual Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) const = 0;
+  virtual Tensor linear_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape) const = 0;
+  virtual void linear_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+                                       const Tensor& grad_bias) const = 0;
+  // c = op(a) @ op(b), op transposing when asked; a, b, c row-major 2-D.
+  virtual Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) const = 0;
+
+  virtual Tensor add(const Tensor& a, const Tensor& b) const = 0;
+  // In place: into += from (same numel).
+  virtual void accumulate(const Tensor& into, const Tensor& from) const = 0;
+
+  // Softmax cross-entropy of logits [N, K] against labels [N]; a label outside [0, K)
+  // throws std::invalid_argument naming it and its index.
+  virtual CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels,
+                                                   Reduction reduction) const = 0;
+  // d loss / d logits = (probs - onehot(labels)) * the upstream gradient (per example for
+  // none, grad_out[0] for sum, grad_out[0] / N for mean).
+  virtual Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out,
+                                        Reduction reduction) const = 0;
+  virtual Tensor argmax(const Tensor& x) const = 0;  // [N, K] -> int64 [N]
+  virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) const = 0;
+
+  // In place, one SGD step on one parameter: d = grad + decay * param; with a defined
+  // velocity v = first ? d : momentum * v + d and d = v; then param -= lr * d.
+  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
+                          float decay, bool first) const = 0;
+};
+
+const Backend& cpu_backend();
+// The CUDA backend; throws std::runtime_error when this build has no CUDA.
+const Backend& cuda_backend();
+const Backend& backend_for(Device device);
+inline const Backend& backend_for(const Tensor& t) { return backend_for(t.device()); }
+
+}  // namespace dpt::ops
