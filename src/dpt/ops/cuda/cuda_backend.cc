@@ -1,0 +1,174 @@
+// ops::Backend for Device::Kind::cuda: cuDNN and cuBLAS where they serve (cuda_kernels.h),
+// our own kernels for the rest (launch.h). Everything is queued on the device's stream;
+// only the results the host asks for (a count, a bad label) wait for it.
+#include <stdexcept>
+#include <string>
+
+#include "dpt/ops/cuda/cuda_kernels.h"
+#include "dpt/ops/cuda/device_tensor.h"
+#include "dpt/ops/cuda/launch.h"
+
+namespace dpt::ops {
+
+namespace {
+using cuda::f32;
+using cuda::i64;
+
+Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
+int64_t channels(const Tensor& x) { return x.dim(1); }
+int64_t plane(const Tensor& x) { return x.dim(2) * x.dim(3); }
+cudaStream_t stream_of(const Tensor& t) { return cuda::context_of(t).stream; }
+
+class CudaBackend final : public Backend {
+ public:
+  Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
+                        const Shape& out_shape, bool fuse_relu) const override {
+    return cuda::conv2d_forward(x, weight, bias, geometry, out_shape, fuse_relu);
+  }
+  Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape,
+                              ConvGeometry geometry) const override {
+    return cuda::conv2d_backward_data(grad_out, weight, x_shape, geometry);
+  }
+  void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+                               const Tensor& grad_bias, ConvGeometry geometry) const override {
+    cuda::conv2d_backward_weights(grad_out, x, grad_weight, grad_bias, geometry);
+  }
+  PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride,
+                            const Shape& out_shape) const override {
+    return cuda::pool2d_forward(x, kind, kernel, stride, out_shape);
+  }
+  Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,
+                         const Shape& x_shape) const override {
+    return cuda::pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape);
+  }
+  Tensor global_avg_pool2d_forward(const Tensor& x) const override {
+    Tensor out = Tensor::empty({x.dim(0), channels(x), 1, 1}, DType::f32, x.device());
+    cuda::plane_mean(f32(x), f32(out), x.dim(0) * channels(x), plane(x), stream_of(x));
+    return out;
+  }
+  Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
+    Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
+    cuda::plane_mean_backward(f32(grad_out), f32(grad_x), x_shape[0] * x_shape[1], x_shape[2] * x_shape[3],
+                              stream_of(grad_out));
+    return grad_x;
+  }
+
+  BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, bool use_batch_stats,
+                                     const Tensor& mean, const Tensor& variance, float eps) const override {
+    const cudaStream_t s = stream_of(x);
+    BatchNormResult result{like(x), mean, variance};
+    if (use_batch_stats) {
+      result.mean = Tensor::empty({channels(x)}, DType::f32, x.device());
+      result.variance = Tensor::empty({channels(x)}, DType::f32, x.device());
+      cuda::batch_norm_stats(f32(x), f32(result.mean), f32(result.variance), x.dim(0), channels(x), plane(x), s);
+    }
+    cuda::batch_norm_apply(f32(x), f32(result.mean), f32(result.variance), f32(gamma), f32(beta), f32(result.out),
+                           x.dim(0), channels(x), plane(x), eps, s);
+    return result;
+  }
+  BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& gamma, const Tensor&,
+                                     bool use_batch_stats, const Tensor& mean, const Tensor& variance,
+                                     float eps) const override {
+    BatchNormGrads grads{like(x), like(gamma), like(gamma)};
+    cuda::batch_norm_backward(f32(grad_out), f32(x), f32(mean), f32(variance), f32(gamma), f32(grads.grad_x),
+                              f32(grads.grad_gamma), f32(grads.grad_beta), x.dim(0), channels(x), plane(x), eps,
+                              use_batch_stats, stream_of(x));
+    return grads;
+  }
+  void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
+                                 const Tensor& variance, float momentum, double unbiased) const override {
+    cuda::batch_norm_update_running(f32(running_mean), f32(running_var), f32(mean), f32(variance), running_mean.numel(),
+                                    momentum, unbiased, stream_of(mean));
+  }
+
+  Tensor relu_forward(const Tensor& x) const override {
+    Tensor y = like(x);
+    cuda::relu_forward(f32(x), f32(y), x.numel(), stream_of(x));
+    return y;
+  }
+  Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const override {
+    Tensor grad_x = like(x);
+    cuda::relu_backward(f32(grad_out), f32(x), f32(grad_x), x.numel(), stream_of(x));
+    return grad_x;
+  }
+
+  Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) const override {
+    return cuda::linear_forward(x, weight, bias);
+  }
+  Tensor linear_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape) const override {
+    return cuda::linear_backward_data(grad_out, weight, x_shape);
+  }
+  void linear_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+                               const Tensor& grad_bias) const override {
+    cuda::linear_backward_weights(grad_out, x, grad_weight, grad_bias);
+  }
+  Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) const override {
+    return cuda::matmul(a, transpose_a, b, transpose_b);
+  }
+
+  Tensor add(const Tensor& a, const Tensor& b) const override {
+    Tensor out = like(a);
+    cuda::add(f32(a), f32(b), f32(out), a.numel(), stream_of(a));
+    return out;
+  }
+  void accumulate(const Tensor& into, const Tensor& from) const override {
+    cuda::accumulate(f32(into), f32(from), into.numel(), stream_of(into));
+  }
+
+  CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels,
+                                           Reduction reduction) const override {
+    const int64_t n = logits.dim(0), k = logits.dim(1);
+    const cudaStream_t s = stream_of(logits);
+    Tensor probs = like(logits);
+    Tensor losses = Tensor::empty({n}, DType::f32, logits.device());
+    // The lowest index of a label outside [0, K), n when every label is in range.
+    Tensor bad = Tensor::from_labels({n}, logits.device());
+    cuda::softmax_cross_entropy(f32(logits), i64(labels), f32(probs), f32(losses), i64(bad), n, k, s);
+    const Tensor bad_host = bad.to(Device::cpu());  // waits for the kernel
+    const int64_t index = bad_host.data<int64_t>()[0];
+    if (index < n) {
+      const Tensor label = Tensor(labels.impl_ptr()).to(Device::cpu());
+      throw std::invalid_argument("cross_entropy: label " + std::to_string(label.data<int64_t>()[index]) +
+                                  " at index " + std::to_string(index) + " is outside [0, " + std::to_string(k) + ")");
+    }
+    if (reduction == Reduction::none) return {losses, probs};
+    Tensor total = Tensor::empty({1}, DType::f32, logits.device());
+    const float scale = reduction == Reduction::sum ? 1.0f : 1.0f / static_cast<float>(n);
+    cuda::sum_scaled(f32(losses), f32(total), n, scale, s);
+    return {total, probs};
+  }
+  Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out,
+                                Reduction reduction) const override {
+    const int64_t n = probs.dim(0), k = probs.dim(1);
+    Tensor grad = like(probs);
+    const float factor = reduction == Reduction::mean ? 1.0f / static_cast<float>(n) : 1.0f;
+    cuda::cross_entropy_backward(f32(probs), i64(labels), f32(grad_out), f32(grad), n, k, reduction == Reduction::none,
+                                 factor, stream_of(probs));
+    return grad;
+  }
+  Tensor argmax(const Tensor& x) const override {
+    Tensor out = Tensor::empty({x.dim(0)}, DType::i64, x.device());
+    cuda::argmax_rows(f32(x), i64(out), x.dim(0), x.dim(1), stream_of(x));
+    return out;
+  }
+  int64_t count_correct(const Tensor& logits, const Tensor& labels) const override {
+    Tensor correct = Tensor::zeros({1}, DType::i64, logits.device());
+    cuda::count_correct(f32(logits), i64(labels), reinterpret_cast<unsigned long long*>(i64(correct)), logits.dim(0),
+                        logits.dim(1), stream_of(logits));
+    return correct.to(Device::cpu()).data<int64_t>()[0];
+  }
+
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
+                  float decay, bool first) const override {
+    cuda::sgd_update(f32(param), f32(grad), velocity.defined() ? f32(velocity) : nullptr, param.numel(), lr, momentum,
+                     decay, first, stream_of(param));
+  }
+};
+}  // namespace
+
+const Backend& cuda_backend() {
+  static const CudaBackend backend;
+  return backend;
+}
+
+}  // namespace dpt::ops

@@ -1,0 +1,94 @@
+// Elementwise kernels and small reductions of the CUDA backend (see launch.h).
+#include "dpt/ops/cuda/grid.cuh"
+#include "dpt/ops/cuda/launch.h"
+
+namespace dpt::ops::cuda {
+
+namespace {
+__global__ void relu_forward_kernel(const float* x, float* y, int64_t n) {
+  DPT_GRID_STRIDE_LOOP(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+__global__ void relu_backward_kernel(const float* g, const float* x, float* gx, int64_t n) {
+  DPT_GRID_STRIDE_LOOP(i, n) gx[i] = x[i] > 0.0f ? g[i] : 0.0f;
+}
+__global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {
+  DPT_GRID_STRIDE_LOOP(i, n) out[i] = a[i] + b[i];
+}
+__global__ void accumulate_kernel(float* into, const float* from, int64_t n) {
+  DPT_GRID_STRIDE_LOOP(i, n) into[i] += from[i];
+}
+__global__ void sgd_kernel(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay,
+                           bool first) {
+  DPT_GRID_STRIDE_LOOP(i, n) {
+    float d = decay == 0.0f ? g[i] : g[i] + decay * p[i];
+    if (v) {
+      v[i] = first ? d : momentum * v[i] + d;
+      d = v[i];
+    }
+    p[i] -= lr * d;
+  }
+}
+__global__ void channel_bias_kernel(float* y, const float* bias, int64_t total, int64_t c, int64_t plane, bool relu) {
+  DPT_GRID_STRIDE_LOOP(i, total) {
+    const float v = y[i] + bias[(i / plane) % c];
+    y[i] = relu && v < 0.0f ? 0.0f : v;
+  }
+}
+__global__ void row_bias_kernel(float* y, const float* bias, int64_t total, int64_t cols) {
+  DPT_GRID_STRIDE_LOOP(i, total) y[i] += bias[i % cols];
+}
+// One block per column; threads stride over the rows.
+__global__ void sum_rows_kernel(const float* m, float* out, int64_t rows, int64_t cols) {
+  const int64_t j = blockIdx.x;
+  float sum = 0.0f;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += m[r * cols + j];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) out[j] = sum;
+}
+// One block per plane.
+__global__ void plane_mean_kernel(const float* x, float* out, int64_t plane) {
+  const float* p = x + blockIdx.x * plane;
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < plane; i += blockDim.x) sum += p[i];
+  sum = block_sum(sum);
+  if (threadIdx.x == 0) out[blockIdx.x] = sum / static_cast<float>(plane);
+}
+__global__ void plane_mean_backward_kernel(const float* g, float* gx, int64_t total, int64_t plane) {
+  DPT_GRID_STRIDE_LOOP(i, total) gx[i] = g[i / plane] / static_cast<float>(plane);
+}
+}  // namespace
+
+void relu_forward(const float* x, float* y, int64_t n, cudaStream_t s) {
+  relu_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+}
+void relu_backward(const float* g, const float* x, float* gx, int64_t n, cudaStream_t s) {
+  relu_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(g, x, gx, n);
+}
+void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
+  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(a, b, out, n);
+}
+void accumulate(float* into, const float* from, int64_t n, cudaStream_t s) {
+  accumulate_kernel<<<blocks_for(n), kThreads, 0, s>>>(into, from, n);
+}
+void sgd_update(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay, bool first,
+                cudaStream_t s) {
+  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, v, n, lr, momentum, decay, first);
+}
+void add_channel_bias(float* y, const float* bias, int64_t n, int64_t c, int64_t plane, bool relu, cudaStream_t s) {
+  const int64_t total = n * c * plane;
+  channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, c, plane, relu);
+}
+void add_row_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t s) {
+  row_bias_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(y, bias, rows * cols, cols);
+}
+void sum_rows(const float* m, float* out, int64_t rows, int64_t cols, cudaStream_t s) {
+  sum_rows_kernel<<<static_cast<unsigned>(cols), kThreads, 0, s>>>(m, out, rows, cols);
+}
+void plane_mean(const float* x, float* out, int64_t planes, int64_t plane, cudaStream_t s) {
+  plane_mean_kernel<<<static_cast<unsigned>(planes), kThreads, 0, s>>>(x, out, plane);
+}
+void plane_mean_backward(const float* g, float* gx, int64_t planes, int64_t plane, cudaStream_t s) {
+  plane_mean_backward_kernel<<<blocks_for(planes * plane), kThreads, 0, s>>>(g, gx, planes * plane, plane);
+}
+
+}  // namespace dpt::ops::cuda

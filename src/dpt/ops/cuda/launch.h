@@ -1,0 +1,58 @@
+// Our own CUDA kernels (the .cu files beside this), as plain launch functions on raw device
+// pointers and a stream, for cuda_backend.cc. Each queues its kernel and returns; sizes are
+// element counts; images are NCHW, matrices row-major.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dpt::ops::cuda {
+
+// elementwise.cu
+void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
+void relu_backward(const float* grad_out, const float* x, float* grad_x, int64_t n, cudaStream_t stream);
+void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
+void accumulate(float* into, const float* from, int64_t n, cudaStream_t stream);
+// param -= lr * d, d = grad + decay * param, through the velocity when one is given
+// (velocity = first ? d : momentum * velocity + d; d = velocity).
+void sgd_update(float* param, const float* grad, float* velocity, int64_t n, float lr, float momentum, float decay,
+                bool first, cudaStream_t stream);
+// y[n, c, i] += bias[c] over an [N, C, plane] tensor, then relu when asked.
+void add_channel_bias(float* y, const float* bias, int64_t n, int64_t c, int64_t plane, bool relu, cudaStream_t stream);
+// y[r, j] += bias[j] over a [rows, cols] matrix.
+void add_row_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream);
+// out[j] = sum over rows of m[r, j].
+void sum_rows(const float* m, float* out, int64_t rows, int64_t cols, cudaStream_t stream);
+// out[n, c] = mean of x[n, c, :] over a plane; backward spreads grad / plane.
+void plane_mean(const float* x, float* out, int64_t planes, int64_t plane, cudaStream_t stream);
+void plane_mean_backward(const float* grad_out, float* grad_x, int64_t planes, int64_t plane, cudaStream_t stream);
+
+// batch_norm.cu: per channel c of x [N, C, plane]. eps is added to the variance.
+void batch_norm_stats(const float* x, float* mean, float* variance, int64_t n, int64_t c, int64_t plane,
+                      cudaStream_t stream);
+void batch_norm_apply(const float* x, const float* mean, const float* variance, const float* gamma, const float* beta,
+                      float* y, int64_t n, int64_t c, int64_t plane, float eps, cudaStream_t stream);
+// grad_gamma = sum(g * xhat), grad_beta = sum(g); grad_x as for batch statistics when
+// batch_stats, else gamma * g / sqrt(var + eps). grad_gamma and grad_beta are always written.
+void batch_norm_backward(const float* grad_out, const float* x, const float* mean, const float* variance,
+                         const float* gamma, float* grad_x, float* grad_gamma, float* grad_beta, int64_t n, int64_t c,
+                         int64_t plane, float eps, bool batch_stats, cudaStream_t stream);
+void batch_norm_update_running(float* running_mean, float* running_var, const float* mean, const float* variance,
+                               int64_t c, float momentum, double unbiased, cudaStream_t stream);
+
+// loss.cu. Labels are int64. bad_label receives the lowest index whose label lies outside
+// [0, k), or n when there is none (a device int64 the caller reads back).
+void softmax_cross_entropy(const float* logits, const int64_t* labels, float* probs, float* losses, int64_t* bad_label,
+                           int64_t n, int64_t k, cudaStream_t stream);
+// out[0] = sum of v[0..n) times scale, in one block.
+void sum_scaled(const float* v, float* out, int64_t n, float scale, cudaStream_t stream);
+// grad = (probs - onehot(labels)) * scale_i, scale_i = grad_out[per_example ? i : 0] * factor.
+void cross_entropy_backward(const float* probs, const int64_t* labels, const float* grad_out, float* grad, int64_t n,
+                            int64_t k, bool per_example, float factor, cudaStream_t stream);
+void argmax_rows(const float* x, int64_t* out, int64_t n, int64_t k, cudaStream_t stream);
+// correct[0] += rows whose argmax (first maximum, as std::max_element) equals the label.
+void count_correct(const float* logits, const int64_t* labels, unsigned long long* correct, int64_t n, int64_t k,
+                   cudaStream_t stream);
+
+}  // namespace dpt::ops::cuda
