@@ -13,6 +13,7 @@
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
+#include "dpt/cuda/runtime.h"
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
@@ -252,7 +253,7 @@ parallel::ProcessGroup join_job(Flags& f, std::optional<parallel::MpiRuntime>& m
 int run_train(Flags& f, std::optional<parallel::MpiRuntime>& mpi) {
   check_flags(f);
   ops::set_conv_precision(ops::parse_conv_precision(f.precision));  // refuses bf16 on a CPU without it
-  const std::vector<Device> devices = parallel::parse_device_list(f.devices, /*cuda_device_count=*/0);
+  const std::vector<Device> devices = parallel::parse_device_list(f.devices, cuda::device_count());
   parallel::bucket_bytes_from_mb(f.bucket_mb);  // a bad --bucket-mb fails before MPI starts
   const parallel::ProcessGroup group = join_job(f, mpi);
   train::ScratchConfig scratch;  // also carries the checks shared by both APIs

@@ -10,10 +10,11 @@ namespace dpt::nn {
 std::vector<Tensor> lenet_params(uint64_t seed, Device device) {
   constexpr float kScale = 0.01f;  // the lesson's init
   Rng rng(seed);
+  const Device host = device.kind == Device::Kind::cuda ? Device::cpu() : device;  // weights are drawn on the host
   const auto weight = [&](const Shape& shape, const char* name) {
-    Tensor w = Tensor::empty(shape, DType::f32, device);
+    Tensor w = Tensor::empty(shape, DType::f32, host);
     fill_normal(w, 0.0f, kScale, rng);
-    return w.set_requires_grad(true).set_name(name);
+    return w.to(device).set_requires_grad(true).set_name(name);
   };
   const auto bias = [&](int64_t size, const char* name) {
     return Tensor::zeros({size}, DType::f32, device).set_requires_grad(true).set_name(name);

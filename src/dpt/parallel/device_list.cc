@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/cuda/runtime.h"
+
 namespace dpt::parallel {
 
 namespace {
@@ -15,13 +17,18 @@ bool parse_count(std::string_view text, int& count) {
   return !text.empty() && ec == std::errc() && ptr == end;
 }
 
+// What CUDA said when this process found no GPU (a caller may pass a count of 0 anyway).
+std::string why_no_gpu() {
+  const std::string reason = cuda::unavailable_reason();
+  return reason.empty() ? std::string("this machine or build has no CUDA GPU") : reason;
+}
+
 void check_cuda_present(const Device& device, int cuda_device_count) {
   if (device.index >= cuda_device_count) {
-    throw std::invalid_argument("device " + device.str() + " is not present: " +
-                                (cuda_device_count == 0
-                                     ? std::string("this machine or build has no CUDA GPU")
-                                     : "this machine has " + std::to_string(cuda_device_count) + " GPU(s)") +
-                                "; use --devices cpu:N to train on CPU devices");
+    throw std::invalid_argument(
+        "device " + device.str() + " is not present: " +
+        (cuda_device_count == 0 ? why_no_gpu() : "this machine has " + std::to_string(cuda_device_count) + " GPU(s)") +
+        "; use --devices cpu:N to train on CPU devices");
   }
 }
 }  // namespace

@@ -25,6 +25,17 @@ void validate(const ScratchConfig& config) {
   }
   optim::check_learning_rate(config.lr);
   if (config.devices.empty()) throw std::invalid_argument("--devices names no device");
+  for (const Device& device : config.devices) {
+    // The CUDA backend runs every op (ops/cuda, tests/cuda_ops_test.cc), but the trainers
+    // still place replicas and batches in host memory and allreduce there: refuse rather
+    // than train on the CPU under a GPU's name.
+    if (device.kind == Device::Kind::cuda) {
+      throw std::invalid_argument(
+          "--devices " + device.str() +
+          ": training on CUDA devices is not supported yet (the CUDA backend runs the ops, but the "
+          "trainers keep replicas and batches in host memory); use --devices cpu:N");
+    }
+  }
   if (config.process_group.distributed()) {
     if (config.devices.size() != 1) {
       throw std::invalid_argument("--dist mpi runs one device per process, got --devices with " +
