@@ -126,6 +126,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda / cuda:N for the GPU peer of scripts/gpu-check")
     args = ap.parse_args()
     if args.epochs < 1 or args.batch_size < 1 or args.threads < 1:
         ap.error("--epochs, --batch-size and --threads must be >= 1")
@@ -138,9 +139,16 @@ def main():
 
     gen = torch.Generator().manual_seed(args.seed)
     params = init_params(gen)
+    device = torch.device(args.device)
+    if device.type != "cpu":
+        # Weights drawn on the host (the same values as on the CPU), then moved; the data
+        # lives on the GPU from the start, as a GPU user would keep it.
+        params = [p.detach().to(device).requires_grad_() for p in params]
+        X_train, y_train = X_train.to(device), y_train.to(device)
+        X_test, y_test = X_test.to(device), y_test.to(device)
     n = X_train.shape[0]
 
-    print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads, "
+    print(f"pytorch {torch.__version__}, device {device}, {torch.get_num_threads()} threads, "
           f"batch {args.batch_size}, lr {args.lr}, {n} train / {X_test.shape[0]} test")
     print(f"blas: {blas_in_use()}", flush=True)
     train_secs, eval_secs, test_acc = [], [], 0.0
@@ -149,7 +157,7 @@ def main():
         loss_sum = 0.0
         t0 = time.perf_counter()
         for i in range(0, n, args.batch_size):
-            idx = perm[i:i + args.batch_size]
+            idx = perm[i:i + args.batch_size].to(device)
             X, y = X_train[idx], y_train[idx]
             loss = F.cross_entropy(lenet(X, params), y, reduction="sum")
             loss.backward()
