@@ -1,6 +1,7 @@
 // runtime.h over the CUDA runtime: device discovery, a caching allocator per GPU, copies.
 #include "dpt/cuda/runtime.h"
 
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -120,10 +121,59 @@ void copy_to_host(int device, void* host, const void* src, size_t bytes) {
   check(cudaStreamSynchronize(ctx.stream), "copy to host");
 }
 
+namespace {
+// Pinned host memory that a host-to-device copy reads from, and the event that says the
+// stream has read it.
+struct StagingSlot {
+  void* pinned = nullptr;
+  size_t bytes = 0;
+  cudaEvent_t read = nullptr;
+};
+struct Staging {
+  std::mutex mutex;
+  StagingSlot slots[2];  // two: a batch is staged while the stream may still read the last
+  int next = 0;
+};
+// Larger copies (weights at start-up) go straight from pageable memory, synchronously,
+// rather than pinning that much host memory for good.
+constexpr size_t kMaxStaged = size_t{64} << 20;
+
+Staging& staging(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, Staging*> per_device;  // never freed: outlives every tensor
+  std::lock_guard lock(mutex);
+  Staging*& s = per_device[device];
+  if (!s) s = new Staging;
+  return *s;
+}
+}  // namespace
+
 void copy_from_host(int device, void* dst, const void* host, size_t bytes) {
+  if (bytes == 0) return;
   Context& ctx = context(device);
-  check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, ctx.stream), "cudaMemcpy from host");
-  check(cudaStreamSynchronize(ctx.stream), "copy from host");
+  if (bytes > kMaxStaged) {
+    check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, ctx.stream), "cudaMemcpy from host");
+    check(cudaStreamSynchronize(ctx.stream), "copy from host");
+    return;
+  }
+  Staging& s = staging(device);
+  std::lock_guard lock(s.mutex);
+  StagingSlot& slot = s.slots[s.next];
+  s.next ^= 1;
+  if (slot.read) {
+    check(cudaEventSynchronize(slot.read), "waiting for a staging buffer");  // its last copy has run
+  } else {
+    check(cudaEventCreateWithFlags(&slot.read, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  if (slot.bytes < bytes) {
+    if (slot.pinned) check(cudaFreeHost(slot.pinned), "cudaFreeHost");
+    slot.pinned = nullptr;
+    check(cudaHostAlloc(&slot.pinned, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    slot.bytes = bytes;
+  }
+  std::memcpy(slot.pinned, host, bytes);
+  check(cudaMemcpyAsync(dst, slot.pinned, bytes, cudaMemcpyHostToDevice, ctx.stream), "cudaMemcpy from host");
+  check(cudaEventRecord(slot.read, ctx.stream), "cudaEventRecord");
 }
 
 void copy_on_device(int device, void* dst, const void* src, size_t bytes) {

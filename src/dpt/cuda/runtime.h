@@ -27,8 +27,10 @@ void require_device(Device device);
 void* allocate(int device, size_t bytes);
 void release(int device, void* block, size_t bytes);
 
-// Copies in the device's stream order. The host-facing ones wait until the copy is done,
-// so the host buffer may be pageable and reused at once.
+// Copies in the device's stream order. copy_to_host waits until the data has arrived.
+// copy_from_host returns at once: the bytes are staged in pinned host memory (two buffers
+// per GPU, taking turns), from which the GPU copies at full speed when the stream reaches
+// the copy, while the host goes on queueing work; `host` may be reused at once.
 void copy_to_host(int device, void* host, const void* src, size_t bytes);
 void copy_from_host(int device, void* dst, const void* host, size_t bytes);
 void copy_on_device(int device, void* dst, const void* src, size_t bytes);
