@@ -2,6 +2,7 @@
 # are found (the toolkit in /usr/local/cuda), whether or not this machine has a GPU; GPU
 # use is decided at run time. Sets DPT_WITH_CUDA.
 set(DPT_WITH_CUDA OFF)
+set(DPT_NO_CUDA_REASON "configured with -DDPT_CUDA=OFF")  # what a build without CUDA says
 if(NOT DPT_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -39,6 +40,8 @@ if(NOT DPT_CUDA STREQUAL "OFF")
   elseif(DPT_CUDA STREQUAL "ON")
     message(FATAL_ERROR "DPT_CUDA=ON but not found: ${dpt_cuda_missing}")
   else()
+    string(REPLACE ";" ", " dpt_cuda_missing "${dpt_cuda_missing}")
+    set(DPT_NO_CUDA_REASON "CMake found no ${dpt_cuda_missing}; install the CUDA toolkit in /usr/local/cuda and rebuild")
     message(STATUS "CUDA backend: off (not found: ${dpt_cuda_missing})")
   endif()
 endif()

@@ -181,7 +181,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(Device device) const {
-  if (device == this->device()) return *this;
+  if (device == this->device() || (!on_gpu(device) && !on_gpu(this->device()))) return *this;
   Tensor t = empty(shape(), dtype(), device);
   t.copy_from(*this);
   return t;

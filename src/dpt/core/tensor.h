@@ -113,7 +113,8 @@ class Tensor {
   Tensor clone() const;
   // Copies the values of `src` (same numel and dtype, any device) into this tensor's storage.
   void copy_from(const Tensor& src) const;
-  // This tensor on `device`: itself when it is there already, else a copy (no history).
+  // This tensor on `device`: itself when it is there already (every cpu:N is the same host
+  // memory), else a copy (no history).
   Tensor to(Device device) const;
 
   TensorImpl* impl() const { return impl_.get(); }

@@ -4,13 +4,12 @@
 
 #include "dpt/cuda/runtime.h"
 #include "dpt/ops/backend.h"
+#include "dpt/parallel/communicator.h"
 
 namespace dpt::cuda {
 
 namespace {
-const char* const kReason =
-    "this dptrain was built without CUDA (CMake found no nvcc; install the CUDA toolkit in /usr/local/cuda and "
-    "rebuild)";
+const char* const kReason = "this dptrain was built without CUDA (" DPT_NO_CUDA_REASON ")";
 [[noreturn]] void unavailable() { throw std::runtime_error(kReason); }
 }  // namespace
 
@@ -31,6 +30,10 @@ void fill_zero(int, void*, size_t) { unavailable(); }
 void synchronize(int) { unavailable(); }
 
 }  // namespace dpt::cuda
+
+namespace dpt::parallel {
+std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>&) { cuda::unavailable(); }
+}  // namespace dpt::parallel
 
 namespace dpt::ops {
 const Backend& cuda_backend() { cuda::unavailable(); }

@@ -16,6 +16,24 @@ Module::Module(const Module& other) : training_(other.training_) {
   for (const auto& [name, c] : other.children_) children_.emplace_back(name, c->clone());
 }
 
+namespace {
+// The tensor's handle stays (parameter lists and optimizers keep working); its storage is
+// swapped for a copy on `device`.
+void move_in_place(const Tensor& t, Device device) {
+  if (t.device() == device) return;
+  const Tensor moved = t.to(device);
+  t.impl()->storage = moved.impl()->storage;
+  t.impl()->device = device;
+  t.impl()->grad.reset();
+}
+}  // namespace
+
+void Module::to(Device device) {
+  for (const auto& [name, t] : params_) move_in_place(t, device);
+  for (const auto& [name, t] : buffers_) move_in_place(t, device);
+  for (const auto& [name, c] : children_) c->to(device);
+}
+
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(const std::string& prefix) const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (const auto& [name, t] : params_) out.emplace_back(prefix + name, t);

@@ -29,6 +29,10 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> named_parameters(const std::string& prefix = "") const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(const std::string& prefix = "") const;
 
+  // Moves every parameter and buffer, of this module and its children, to `device` in
+  // place: the same tensors (and names) afterwards, their values now in that device's memory.
+  void to(Device device);
+
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "dpt/core/tensor.h"
 #include "dpt/ops/ops.h"
@@ -104,6 +105,12 @@ class Backend {
                                         Reduction reduction) const = 0;
   virtual Tensor argmax(const Tensor& x) const = 0;  // [N, K] -> int64 [N]
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) const = 0;
+
+  // The tensors one after another in one flat buffer of their total size, and back: what a
+  // collective sends, so that a whole model costs one allreduce. `flat` is memory of this
+  // backend's device (host memory for the CPU). unpack writes flat * scale.
+  virtual void pack(const std::vector<Tensor>& tensors, float* flat) const = 0;
+  virtual void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale) const = 0;
 
   // In place, one SGD step on one parameter: d = grad + decay * param; with a defined
   // velocity v = first ? d : momentum * v + d and d = v; then param -= lr * d.

@@ -1,7 +1,8 @@
 #include "dpt/parallel/allreduce.h"
 
-#include <cstring>
 #include <stdexcept>
+
+#include "dpt/ops/backend.h"
 
 namespace dpt::parallel {
 
@@ -23,19 +24,28 @@ void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& 
                        std::vector<float>& flat_buffer, float scale) {
   size_t total = 0;
   for (const Tensor& t : tensors) total += static_cast<size_t>(t.numel());
-  flat_buffer.resize(total);
-  size_t offset = 0;
-  for (const Tensor& t : tensors) {
-    std::memcpy(flat_buffer.data() + offset, t.data<float>(), t.bytes());
-    offset += static_cast<size_t>(t.numel());
+  const bool on_gpu = !tensors.empty() && tensors[0].device().kind == Device::Kind::cuda;
+  const ops::Backend& kernels = on_gpu ? ops::backend_for(tensors[0]) : ops::cpu_backend();
+  if (!on_gpu) {  // packed into flat_buffer, whose memory every step reuses
+    flat_buffer.resize(total);
+    kernels.pack(tensors, flat_buffer.data());
+    comm.allreduce_sum(rank, flat_buffer.data(), total);
+    kernels.unpack(flat_buffer.data(), tensors, scale);
+    return;
   }
-  comm.allreduce_sum(rank, flat_buffer.data(), total);
-  offset = 0;
-  for (const Tensor& t : tensors) {
-    float* out = t.data<float>();
-    for (int64_t k = 0; k < t.numel(); ++k) out[k] = flat_buffer[offset + static_cast<size_t>(k)] * scale;
-    offset += static_cast<size_t>(t.numel());
+  // GPU tensors are packed on their GPU. NCCL reduces them there; a host backend gets the
+  // packed buffer copied to flat_buffer and back, one copy each way.
+  const Tensor flat = Tensor::empty({static_cast<int64_t>(total)}, DType::f32, tensors[0].device());
+  auto* device_flat = static_cast<float*>(flat.impl()->storage->raw_data());
+  kernels.pack(tensors, device_flat);
+  if (comm.reduces_device_memory()) {
+    comm.allreduce_sum(rank, device_flat, total);
+  } else {
+    flat_buffer = flat.to_vector();
+    comm.allreduce_sum(rank, flat_buffer.data(), total);
+    flat.copy_from(Tensor::from_vector(flat_buffer, flat.shape()));
   }
+  kernels.unpack(device_flat, tensors, scale);
 }
 
 void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,

@@ -13,8 +13,9 @@ namespace dpt::parallel {
 void allreduce(const std::vector<Tensor>& data);
 
 // Sums `tensors` elementwise over all ranks with `comm` and multiplies the sums by `scale`:
-// the tensors are packed into one flat buffer, so a whole model costs one collective
-// instead of one per tensor.
+// the tensors are packed into one flat buffer on their device, so a whole model costs one
+// collective instead of one per tensor. `flat_buffer` is the host copy of that buffer when
+// GPU tensors meet a host backend (kept by the caller, so its memory is reused).
 void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors,
                        std::vector<float>& flat_buffer, float scale = 1.0f);
 

@@ -9,6 +9,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "dpt/core/device.h"
 
 namespace dpt::parallel {
 
@@ -24,8 +27,12 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string name() const = 0;
 
+  // Whether `data` in the collectives is device memory on the rank's GPU (NCCL), rather
+  // than host memory (every other backend).
+  virtual bool reduces_device_memory() const { return false; }
   // On return, data[0..count) of every rank holds the elementwise sum over all ranks.
-  // Every rank must pass the same count.
+  // Every rank must pass the same count. (A device-memory backend queues the sum on the
+  // rank's GPU stream and may return before it has run: stream order keeps later uses after.)
   virtual void allreduce_sum(int rank, float* data, size_t count) = 0;
   // On return every rank's data[0..count) equals that of `root`.
   virtual void broadcast(int rank, float* data, size_t count, int root) = 0;
@@ -60,5 +67,10 @@ struct ProcessGroup {
 //            2 (N-1)/N of the buffer whatever N is.
 // Throws std::invalid_argument for another name.
 std::unique_ptr<Communicator> make_in_process_communicator(std::string_view algorithm, int size);
+
+// NCCL over the GPUs `devices` (all cuda:N, one rank each, in this process; ncclCommInitAll):
+// collectives on device memory, each rank's queued on its GPU's stream. Throws
+// std::runtime_error in a build without CUDA.
+std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>& devices);
 
 }  // namespace dpt::parallel

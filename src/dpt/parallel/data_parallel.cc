@@ -6,6 +6,7 @@
 
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/allreduce.h"
+#include "dpt/parallel/device_list.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/split_evaluation.h"
 
@@ -16,12 +17,12 @@ DataParallel::DataParallel(std::unique_ptr<nn::Module> module, std::vector<Devic
     : DataParallel(std::move(module), std::move(devices), DataParallelOptions{allreduce, cores, 0.0, {}}) {}
 
 namespace {
-std::shared_ptr<Communicator> communicator_for(const DataParallelOptions& options, size_t devices) {
-  if (!options.process_group.distributed()) {
-    return make_in_process_communicator(options.allreduce, static_cast<int>(devices));
-  }
-  if (devices != 1) {
-    throw std::invalid_argument("a multi-process job runs one device per process, got " + std::to_string(devices) +
+std::shared_ptr<Communicator> communicator_for(const DataParallelOptions& options, const std::vector<Device>& devices) {
+  check_devices_for_training(devices, options.process_group, options.bucket_mb);
+  if (!options.process_group.distributed()) return make_communicator(devices, options.allreduce);
+  if (devices.size() != 1) {
+    throw std::invalid_argument("a multi-process job runs one device per process, got " +
+                                std::to_string(devices.size()) +
                                 " devices in this process; use --devices cpu:1 and more processes");
   }
   return options.process_group.comm;
@@ -31,11 +32,16 @@ std::shared_ptr<Communicator> communicator_for(const DataParallelOptions& option
 DataParallel::DataParallel(std::unique_ptr<nn::Module> module, std::vector<Device> devices, DataParallelOptions options)
     : options_(std::move(options)),
       pool_(devices, options_.cores),
-      comm_(communicator_for(options_, devices.size())),
+      comm_(communicator_for(options_, devices)),
       flat_buffers_(devices.size()) {
   if (!module) throw std::invalid_argument("DataParallel: no module");
   replicas_.push_back(std::move(module));
   for (size_t i = 1; i < devices.size(); ++i) replicas_.push_back(replicas_[0]->clone());
+  // GPU replicas get their own copy of the weights in their GPU's memory (CPU devices
+  // share the host's, as they are).
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i].kind == Device::Kind::cuda) replicas_[i]->to(devices[i]);
+  }
   const size_t bucket_bytes = bucket_bytes_from_mb(options_.bucket_mb);
   if (bucket_bytes > 0) {
     for (size_t i = 0; i < devices.size(); ++i) {
@@ -99,7 +105,7 @@ train::StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t g
     if (!has_examples) {
       // A device without examples still joins the collectives, adding nothing: no
       // gradient (zeros), and zeroed buffers, so the average is over the active replicas.
-      for (const Tensor& b : buffers) std::fill_n(b.data<float>(), b.numel(), 0.0f);
+      for (const Tensor& b : buffers) b.copy_from(Tensor::zeros(b.shape(), DType::f32, b.device()));
     }
     if (!bucketers_.empty()) {
       bucketers_[rank]->backward_and_allreduce(has_examples ? std::function<void()>(forward_and_backward) : nullptr,

@@ -33,6 +33,31 @@ void check_cuda_present(const Device& device, int cuda_device_count) {
 }
 }  // namespace
 
+void check_devices_for_training(const std::vector<Device>& devices, const ProcessGroup& group, double bucket_mb) {
+  bool any_gpu = false, any_cpu = false;
+  for (const Device& d : devices) (d.kind == Device::Kind::cuda ? any_gpu : any_cpu) = true;
+  if (!any_gpu) return;
+  if (any_cpu) {
+    throw std::invalid_argument("--devices " + device_list_str(devices) +
+                                " mixes CPU and CUDA devices; train on one kind at a time");
+  }
+  if (group.distributed()) {
+    throw std::invalid_argument(
+        "--dist mpi with CUDA devices is not supported yet: GPUs train in one process, over NCCL "
+        "(--devices cuda:0,cuda:1,...)");
+  }
+  if (bucket_mb > 0) {
+    throw std::invalid_argument(
+        "--bucket-mb with CUDA devices is not supported yet: NCCL allreduces the gradients after backward "
+        "(use --bucket-mb 0)");
+  }
+}
+
+std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices, std::string_view algorithm) {
+  if (!devices.empty() && devices[0].kind == Device::Kind::cuda) return make_nccl_communicator(devices);
+  return make_in_process_communicator(algorithm, static_cast<int>(devices.size()));
+}
+
 std::vector<Device> cpu_devices(int count) {
   std::vector<Device> devices;
   for (int i = 0; i < count; ++i) devices.push_back(Device::cpu(i));

@@ -6,10 +6,12 @@
 //   "4"                four devices of the default kind: GPUs where present, else CPUs
 #pragma once
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "dpt/core/device.h"
+#include "dpt/parallel/communicator.h"
 
 namespace dpt::parallel {
 
@@ -19,5 +21,14 @@ std::vector<Device> parse_device_list(std::string_view text, int cuda_device_cou
 
 // cpu:0 .. cpu:count-1.
 std::vector<Device> cpu_devices(int count);
+
+// Throws std::invalid_argument when `devices` cannot train together: CPU and CUDA devices
+// mixed in one list, or CUDA devices with what only the host path has yet (a multi-process
+// job, gradient buckets: bucket_mb > 0).
+void check_devices_for_training(const std::vector<Device>& devices, const ProcessGroup& group, double bucket_mb);
+
+// The communicator for the devices of one process: NCCL for GPUs, else the in-process
+// `algorithm` ("ring" or "naive").
+std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices, std::string_view algorithm);
 
 }  // namespace dpt::parallel

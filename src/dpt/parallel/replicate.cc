@@ -24,12 +24,14 @@ namespace {
 Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
   Shape shape = t.shape();
   shape[0] = rows;
-  Tensor out = Tensor::empty(shape, t.dtype(), device);
+  // Cut on the host (the loader's batches live there), then sent to a GPU whole.
+  const Device host = device.kind == Device::Kind::cuda ? Device::cpu() : device;
+  Tensor out = Tensor::empty(shape, t.dtype(), host);
   const size_t row_bytes = t.bytes() / static_cast<size_t>(t.dim(0));
   std::memcpy(out.impl()->storage->data(out.bytes()),
               static_cast<const char*>(t.impl()->storage->data(t.bytes())) + static_cast<size_t>(begin) * row_bytes,
               static_cast<size_t>(rows) * row_bytes);
-  return out;
+  return out.to(device);
 }
 }  // namespace
 

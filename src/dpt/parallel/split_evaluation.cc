@@ -29,7 +29,9 @@ int64_t count_correct_split(DevicePool& pool, Communicator& comm, const ProcessG
     loader.start_epoch(0);
     data::Batch shard;
     while (loader.next(shard)) {
-      if (shard.labels.dim(0) > 0) correct[device] += ops::count_correct(forward(device, shard.images), shard.labels);
+      if (shard.labels.dim(0) == 0) continue;
+      const Device where = pool.devices()[static_cast<size_t>(device)];
+      correct[device] += ops::count_correct(forward(device, shard.images.to(where)), shard.labels.to(where));
     }
   });
   int64_t total = 0;

@@ -23,7 +23,8 @@ std::optional<std::string> find_non_finite(double loss_sum,
   if (!std::isfinite(loss_sum)) return "the loss is " + non_finite_str(loss_sum);
   for (const auto& [name, grad] : gradients) {
     if (!grad.defined()) continue;
-    const float* g = grad.data<float>();
+    const Tensor host = grad.device().kind == Device::Kind::cuda ? grad.to(Device::cpu()) : grad;
+    const float* g = host.data<float>();
     int64_t bad = 0;
     float first = 0;
     for (int64_t i = 0; i < grad.numel(); ++i) {

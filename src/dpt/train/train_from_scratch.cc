@@ -10,6 +10,7 @@
 #include "dpt/ops/ops.h"
 #include "dpt/optim/sgd.h"
 #include "dpt/parallel/allreduce.h"
+#include "dpt/parallel/device_list.h"
 #include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/split_evaluation.h"
@@ -25,17 +26,7 @@ void validate(const ScratchConfig& config) {
   }
   optim::check_learning_rate(config.lr);
   if (config.devices.empty()) throw std::invalid_argument("--devices names no device");
-  for (const Device& device : config.devices) {
-    // The CUDA backend runs every op (ops/cuda, tests/cuda_ops_test.cc), but the trainers
-    // still place replicas and batches in host memory and allreduce there: refuse rather
-    // than train on the CPU under a GPU's name.
-    if (device.kind == Device::Kind::cuda) {
-      throw std::invalid_argument(
-          "--devices " + device.str() +
-          ": training on CUDA devices is not supported yet (the CUDA backend runs the ops, but the "
-          "trainers keep replicas and batches in host memory); use --devices cpu:N");
-    }
-  }
+  parallel::check_devices_for_training(config.devices, config.process_group, config.bucket_mb);
   if (config.process_group.distributed()) {
     if (config.devices.size() != 1) {
       throw std::invalid_argument("--dist mpi runs one device per process, got --devices with " +
@@ -66,9 +57,8 @@ const ScratchConfig& validated(const ScratchConfig& config) {
 ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params)
     : config_(validated(config)),
       pool_(config.devices, config.cores),
-      comm_(config.process_group.distributed()
-                ? config.process_group.comm
-                : parallel::make_in_process_communicator(config.allreduce, static_cast<int>(config.devices.size()))),
+      comm_(config.process_group.distributed() ? config.process_group.comm
+                                               : parallel::make_communicator(config.devices, config.allreduce)),
       grad_buffers_(config.devices.size()) {
   for (const Device& device : config.devices) device_params_.push_back(parallel::replicate(initial_params, device));
   if (const size_t bytes = parallel::bucket_bytes_from_mb(config.bucket_mb); bytes > 0) {

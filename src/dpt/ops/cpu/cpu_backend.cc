@@ -74,6 +74,10 @@ class CpuBackend final : public Backend {
   int64_t count_correct(const Tensor& logits, const Tensor& labels) const override {
     return cpu::count_correct(logits, labels);
   }
+  void pack(const std::vector<Tensor>& tensors, float* flat) const override { cpu::pack(tensors, flat); }
+  void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale) const override {
+    cpu::unpack(flat, tensors, scale);
+  }
   void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
                   float decay, bool first) const override {
     cpu::sgd_update(param, grad, velocity, lr, momentum, decay, first);

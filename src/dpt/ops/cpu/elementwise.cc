@@ -1,5 +1,7 @@
 // The CPU backend's elementwise kernels: plain loops, which the compiler vectorizes; none
 // of them is large enough in LeNet or ResNet-18 to be worth a oneDNN primitive.
+#include <cstring>
+
 #include "dpt/ops/cpu/kernels.h"
 
 namespace dpt::ops::cpu {
@@ -19,6 +21,21 @@ void accumulate(const Tensor& into, const Tensor& from) {
   const float* i = from.data<float>();
   const int64_t n = into.numel();
   for (int64_t k = 0; k < n; ++k) o[k] += i[k];
+}
+
+void pack(const std::vector<Tensor>& tensors, float* flat) {
+  for (const Tensor& t : tensors) {
+    std::memcpy(flat, t.data<float>(), t.bytes());
+    flat += t.numel();
+  }
+}
+
+void unpack(const float* in, const std::vector<Tensor>& tensors, float scale) {
+  for (const Tensor& t : tensors) {
+    float* out = t.data<float>();
+    for (int64_t k = 0; k < t.numel(); ++k) out[k] = in[k] * scale;
+    in += t.numel();
+  }
 }
 
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum, float decay,

@@ -56,6 +56,8 @@ void batch_norm_update_running(const Tensor& running_mean, const Tensor& running
                                const Tensor& variance, float momentum, double unbiased);
 Tensor add(const Tensor& a, const Tensor& b);
 void accumulate(const Tensor& into, const Tensor& from);
+void pack(const std::vector<Tensor>& tensors, float* flat);
+void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale);
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum, float decay,
                 bool first);
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction);

@@ -158,6 +158,18 @@ class CudaBackend final : public Backend {
     return correct.to(Device::cpu()).data<int64_t>()[0];
   }
 
+  void pack(const std::vector<Tensor>& tensors, float* flat) const override {
+    for (const Tensor& t : tensors) {
+      dpt::cuda::copy_on_device(t.device().index, flat, f32(t), t.bytes());
+      flat += t.numel();
+    }
+  }
+  void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale) const override {
+    for (const Tensor& t : tensors) {
+      cuda::scale_copy(flat, f32(t), t.numel(), scale, stream_of(t));
+      flat += t.numel();
+    }
+  }
   void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
                   float decay, bool first) const override {
     cuda::sgd_update(f32(param), f32(grad), velocity.defined() ? f32(velocity) : nullptr, param.numel(), lr, momentum,

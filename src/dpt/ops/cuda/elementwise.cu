@@ -17,6 +17,9 @@ __global__ void add_kernel(const float* a, const float* b, float* out, int64_t n
 __global__ void accumulate_kernel(float* into, const float* from, int64_t n) {
   DPT_GRID_STRIDE_LOOP(i, n) into[i] += from[i];
 }
+__global__ void scale_copy_kernel(const float* in, float* out, int64_t n, float scale) {
+  DPT_GRID_STRIDE_LOOP(i, n) out[i] = in[i] * scale;
+}
 __global__ void sgd_kernel(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay,
                            bool first) {
   DPT_GRID_STRIDE_LOOP(i, n) {
@@ -69,6 +72,9 @@ void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) 
 }
 void accumulate(float* into, const float* from, int64_t n, cudaStream_t s) {
   accumulate_kernel<<<blocks_for(n), kThreads, 0, s>>>(into, from, n);
+}
+void scale_copy(const float* in, float* out, int64_t n, float scale, cudaStream_t s) {
+  scale_copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(in, out, n, scale);
 }
 void sgd_update(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay, bool first,
                 cudaStream_t s) {

@@ -18,6 +18,8 @@ void accumulate(float* into, const float* from, int64_t n, cudaStream_t stream);
 // (velocity = first ? d : momentum * velocity + d; d = velocity).
 void sgd_update(float* param, const float* grad, float* velocity, int64_t n, float lr, float momentum, float decay,
                 bool first, cudaStream_t stream);
+// out[i] = in[i] * scale.
+void scale_copy(const float* in, float* out, int64_t n, float scale, cudaStream_t stream);
 // y[n, c, i] += bias[c] over an [N, C, plane] tensor, then relu when asked.
 void add_channel_bias(float* y, const float* bias, int64_t n, int64_t c, int64_t plane, bool relu, cudaStream_t stream);
 // y[r, j] += bias[j] over a [rows, cols] matrix.

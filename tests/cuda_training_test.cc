@@ -1,0 +1,177 @@
+// Training on CUDA devices against the same training on the CPU: the from-scratch
+// ScratchTrainer and the concise DataParallel (with BatchNorm and momentum) on cuda:0, and
+// on two GPUs over NCCL against one GPU, with the replicas bit-identical. Without a GPU the
+// GPU tests are skipped and say why; the device-list rules run everywhere.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpt/core/random.h"
+#include "dpt/core/tensor.h"
+#include "dpt/cuda/runtime.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/layers.h"
+#include "dpt/nn/lenet.h"
+#include "dpt/optim/optimizer.h"
+#include "dpt/parallel/data_parallel.h"
+#include "dpt/parallel/device_list.h"
+#include "dpt/train/train_from_scratch.h"
+#include "test_support.h"
+
+using dpt::Device;
+using dpt::Tensor;
+namespace cuda = dpt::cuda;
+namespace nn = dpt::nn;
+
+namespace {
+const Device kGpu0{Device::Kind::cuda, 0};
+const Device kGpu1{Device::Kind::cuda, 1};
+
+#define SKIP_WITHOUT_GPUS(n)                                                                         \
+  if (cuda::device_count() < (n)) {                                                                  \
+    if (cuda::device_count() == 0 && std::getenv("DPT_REQUIRE_GPU"))                                 \
+      FAIL() << "DPT_REQUIRE_GPU is set but: " << cuda::unavailable_reason();                        \
+    GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), this process has " << cuda::device_count()     \
+                 << (cuda::device_count() == 0 ? ": " + cuda::unavailable_reason() : std::string()); \
+  }
+
+// n 28 x 28 images in [0, 1) and labels in [0, 10), from `seed`.
+std::pair<Tensor, Tensor> random_images(int64_t n, uint64_t seed) {
+  dpt::Rng rng(seed);
+  Tensor X = Tensor::empty({n, 1, 28, 28});
+  dpt::fill_uniform(X, 0.0f, 1.0f, rng);
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  for (int64_t& label : labels) label = static_cast<int64_t>(rng() % 10);
+  return {X, Tensor::from_labels(labels)};
+}
+
+// Each element within 1e-4 (relative, plus 1e-6 absolute) of the CPU's: the GPU libraries
+// sum in their own order, so a few ulps of each sum per step, carried over three steps.
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& reference, const std::string& what) {
+  ASSERT_EQ(got.size(), reference.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::vector<float> g = got[i].to_vector(), r = reference[i].to_vector();
+    ASSERT_EQ(g.size(), r.size());
+    size_t bad = 0;
+    for (size_t k = 0; k < g.size(); ++k) {
+      if (std::fabs(g[k] - r[k]) > 1e-6f + 1e-4f * std::fabs(r[k]) && ++bad <= 3) {
+        ADD_FAILURE() << what << " tensor " << i << "[" << k << "]: gpu " << g[k] << " vs cpu " << r[k];
+      }
+    }
+  }
+}
+
+void expect_bit_identical(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector(), b[i].to_vector()) << "tensor " << i;
+}
+
+dpt::train::ScratchConfig scratch_config(std::vector<Device> devices) {
+  dpt::train::ScratchConfig config;
+  config.devices = std::move(devices);
+  config.cores = 1;
+  config.lr = 0.5f;
+  config.batch_size = 16;
+  return config;
+}
+
+TEST(CudaTrainingRules, MixedDevicesMultiProcessAndBucketsAreRefused) {
+  const dpt::parallel::ProcessGroup local;
+  EXPECT_INVALID_ARGUMENT(dpt::parallel::check_devices_for_training({Device::cpu(0), kGpu0}, local, 0),
+                          "--devices [cpu:0, cuda:0] mixes CPU and CUDA devices; train on one kind at a time");
+  EXPECT_INVALID_ARGUMENT(dpt::parallel::check_devices_for_training({kGpu0}, local, 0.25),
+                          "--bucket-mb with CUDA devices is not supported yet");
+  dpt::parallel::ProcessGroup job;
+  job.comm = std::shared_ptr<dpt::parallel::Communicator>(dpt::parallel::make_in_process_communicator("ring", 2));
+  EXPECT_INVALID_ARGUMENT(dpt::parallel::check_devices_for_training({kGpu0}, job, 0),
+                          "--dist mpi with CUDA devices is not supported yet");
+  EXPECT_NO_THROW(dpt::parallel::check_devices_for_training({Device::cpu(0), Device::cpu(1)}, job, 0.25));
+}
+
+TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
+  SKIP_WITHOUT_GPUS(1);
+  const std::vector<Tensor> initial = nn::lenet_params(7);
+  dpt::train::ScratchTrainer cpu(scratch_config({Device::cpu(0)}), initial);
+  dpt::train::ScratchTrainer gpu(scratch_config({kGpu0}), initial);
+  EXPECT_EQ(gpu.device_params()[0][0].device(), kGpu0);  // the replica lives in GPU memory
+  for (int step = 0; step < 3; ++step) {
+    const auto [X, y] = random_images(16, 100 + step);
+    const dpt::train::StepResult on_cpu = cpu.train_batch(X, y), on_gpu = gpu.train_batch(X, y);
+    EXPECT_NEAR(on_gpu.loss_sum, on_cpu.loss_sum, 1e-4 * std::fabs(on_cpu.loss_sum));
+    EXPECT_EQ(on_gpu.examples, 16);
+  }
+  expect_close(gpu.device_params()[0], cpu.device_params()[0], "LeNet after 3 steps");
+  const auto [X, y] = random_images(40, 5);
+  dpt::data::Dataset test;  // evaluation on the GPU counts as on the CPU
+  test.pixels.resize(40 * 28 * 28);
+  for (size_t i = 0; i < test.pixels.size(); ++i) test.pixels[i] = static_cast<uint8_t>(i * 37 % 256);
+  for (int i = 0; i < 40; ++i) test.labels.push_back(i % 10);
+  // Up to one argmax flipped by float noise between near-equal logits.
+  EXPECT_NEAR(gpu.evaluate_accuracy(test, 16), cpu.evaluate_accuracy(test, 16), 1.0 / 40 + 1e-9);
+}
+
+TEST(CudaTraining, ScratchOnTwoGpusOverNcclMatchesOneGpuWithIdenticalReplicas) {
+  SKIP_WITHOUT_GPUS(2);
+  const std::vector<Tensor> initial = nn::lenet_params(8);
+  dpt::train::ScratchTrainer one(scratch_config({kGpu0}), initial);
+  dpt::train::ScratchTrainer two(scratch_config({kGpu0, kGpu1}), initial);
+  for (int step = 0; step < 3; ++step) {
+    const auto [X, y] = random_images(16, 200 + step);
+    one.train_batch(X, y);
+    two.train_batch(X, y);
+  }
+  expect_bit_identical(two.device_params()[0], two.device_params()[1]);
+  expect_close(two.device_params()[0], one.device_params()[0], "2 GPUs against 1");
+}
+
+std::unique_ptr<nn::Sequential> small_bn_net() {
+  auto net = std::make_unique<nn::Sequential>();
+  net->add<nn::Conv2d>("conv", 1, 4, 3)
+      .add<nn::BatchNorm2d>("bn", 4)
+      .add<nn::ReLU>("relu")
+      .add<nn::GlobalAvgPool2d>("pool")
+      .add<nn::Flatten>("flatten")
+      .add<nn::Linear>("fc", 4, 10);
+  nn::init_weights(*net, nn::Init::kaiming, 9);
+  return net;
+}
+
+// Two steps of SGD with momentum through DataParallel; returns the parameters and buffers.
+std::vector<Tensor> concise_steps(const std::vector<Device>& devices) {
+  dpt::parallel::DataParallel net(small_bn_net(), devices);
+  dpt::optim::SGD sgd(net.replica_parameters(), {0.1f, 0.9f, 0.0f});
+  for (int step = 0; step < 2; ++step) {
+    const auto [X, y] = random_images(12, 300 + step);
+    sgd.zero_grad();
+    (void)net.forward_backward(X, y);
+    sgd.step();
+  }
+  std::vector<Tensor> state = net.replica(0).parameters();
+  for (const Tensor& b : net.replica(0).buffers()) state.push_back(b);
+  if (devices.size() > 1) {
+    std::vector<Tensor> other = net.replica(1).parameters();
+    for (const Tensor& b : net.replica(1).buffers()) other.push_back(b);
+    expect_bit_identical(other, state);
+  }
+  return state;
+}
+
+TEST(CudaTraining, DataParallelWithBatchNormAndMomentumOnOneGpuMatchesTheCpu) {
+  SKIP_WITHOUT_GPUS(1);
+  const std::vector<Tensor> gpu = concise_steps({kGpu0});
+  EXPECT_EQ(gpu[0].device(), kGpu0);
+  expect_close(gpu, concise_steps({Device::cpu(0)}), "conv-BN-fc after 2 momentum steps");
+}
+
+TEST(CudaTraining, DataParallelOnTwoGpusMatchesOneGpu) {
+  SKIP_WITHOUT_GPUS(2);
+  expect_close(concise_steps({kGpu0, kGpu1}), concise_steps({kGpu0}), "2 GPUs against 1");
+}
+
+}  // namespace
