@@ -30,6 +30,9 @@ namespace cuda = dpt::cuda;
 namespace nn = dpt::nn;
 
 namespace {
+using dpt::testing_support::random_images;
+using dpt::testing_support::small_bn_net;
+
 const Device kGpu0{Device::Kind::cuda, 0};
 const Device kGpu1{Device::Kind::cuda, 1};
 
@@ -40,16 +43,6 @@ const Device kGpu1{Device::Kind::cuda, 1};
     GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), this process has " << cuda::device_count()     \
                  << (cuda::device_count() == 0 ? ": " + cuda::unavailable_reason() : std::string()); \
   }
-
-// n 28 x 28 images in [0, 1) and labels in [0, 10), from `seed`.
-std::pair<Tensor, Tensor> random_images(int64_t n, uint64_t seed) {
-  dpt::Rng rng(seed);
-  Tensor X = Tensor::empty({n, 1, 28, 28});
-  dpt::fill_uniform(X, 0.0f, 1.0f, rng);
-  std::vector<int64_t> labels(static_cast<size_t>(n));
-  for (int64_t& label : labels) label = static_cast<int64_t>(rng() % 10);
-  return {X, Tensor::from_labels(labels)};
-}
 
 // Each element within 1e-4 (relative, plus 1e-6 absolute) of the CPU's: the GPU libraries
 // sum in their own order, so a few ulps of each sum per step, carried over three steps.
@@ -128,18 +121,6 @@ TEST(CudaTraining, ScratchOnTwoGpusOverNcclMatchesOneGpuWithIdenticalReplicas) {
   }
   expect_bit_identical(two.device_params()[0], two.device_params()[1]);
   expect_close(two.device_params()[0], one.device_params()[0], "2 GPUs against 1");
-}
-
-std::unique_ptr<nn::Sequential> small_bn_net() {
-  auto net = std::make_unique<nn::Sequential>();
-  net->add<nn::Conv2d>("conv", 1, 4, 3)
-      .add<nn::BatchNorm2d>("bn", 4)
-      .add<nn::ReLU>("relu")
-      .add<nn::GlobalAvgPool2d>("pool")
-      .add<nn::Flatten>("flatten")
-      .add<nn::Linear>("fc", 4, 10);
-  nn::init_weights(*net, nn::Init::kaiming, 9);
-  return net;
 }
 
 // Two steps of SGD with momentum through DataParallel; returns the parameters and buffers.

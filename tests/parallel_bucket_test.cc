@@ -43,15 +43,7 @@ using dpt::testing_support::kThreadSanitizer;
 namespace nn = dpt::nn;
 
 namespace {
-
-std::pair<Tensor, Tensor> random_images(int64_t batch, uint64_t seed) {
-  dpt::Rng rng(seed);
-  Tensor X = Tensor::empty({batch, 1, 28, 28});
-  dpt::fill_uniform(X, 0.0f, 1.0f, rng);
-  std::vector<int64_t> labels(static_cast<size_t>(batch));
-  for (int64_t& label : labels) label = static_cast<int64_t>(rng() % 10);
-  return {X, Tensor::from_labels(labels)};
-}
+using dpt::testing_support::random_images;
 
 // ---------------------------------------------------------------------------------------
 // The grad-ready hook.

@@ -46,19 +46,12 @@ namespace optim = dpt::optim;
 namespace {
 using dpt::parallel::cpu_devices;
 using dpt::testing_support::kThreadSanitizer;
+using dpt::testing_support::random_images;
+using dpt::testing_support::small_bn_net;
 
 // One core per device: no OpenMP team (TSan-clean), and N devices never oversubscribe.
 DataParallel make_parallel(std::unique_ptr<nn::Module> net, int devices, const std::string& allreduce = "ring") {
   return DataParallel(std::move(net), cpu_devices(devices), allreduce, devices);
-}
-
-std::pair<Tensor, Tensor> random_images(int64_t batch, uint64_t seed, int64_t side = 28) {
-  dpt::Rng rng(seed);
-  Tensor X = Tensor::empty({batch, 1, side, side});
-  dpt::fill_uniform(X, 0.0f, 1.0f, rng);
-  std::vector<int64_t> labels(static_cast<size_t>(batch));
-  for (int64_t& label : labels) label = static_cast<int64_t>(rng() % 10);
-  return {X, Tensor::from_labels(labels)};
 }
 
 std::vector<std::vector<float>> snapshot(const std::vector<Tensor>& tensors) {
@@ -217,18 +210,6 @@ INSTANTIATE_TEST_SUITE_P(Allreduce, ConciseEquivalenceTest, ::testing::Values("n
 
 // ---------------------------------------------------------------------------------------
 // BatchNorm across replicas.
-
-std::unique_ptr<nn::Sequential> small_bn_net() {
-  auto net = std::make_unique<nn::Sequential>();
-  net->add<nn::Conv2d>("conv", 1, 4, 3)
-      .add<nn::BatchNorm2d>("bn", 4)
-      .add<nn::ReLU>("relu")
-      .add<nn::GlobalAvgPool2d>("pool")
-      .add<nn::Flatten>("flatten")
-      .add<nn::Linear>("fc", 4, 10);
-  nn::init_weights(*net, nn::Init::kaiming, 9);
-  return net;
-}
 
 // A dataset of `n` side x side images with random labels; each image is a 4 x 4 grid of
 // blocks of random brightness (plain pixel noise would look alike to an averaging LeNet).

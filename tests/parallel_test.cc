@@ -55,6 +55,7 @@ using namespace std::chrono_literals;
 namespace {
 using dpt::parallel::cpu_devices;
 using dpt::testing_support::kThreadSanitizer;
+using dpt::testing_support::random_images;
 
 // Generous: the work inside is milliseconds; only a hang (a rank never released) gets near.
 constexpr auto kHangTimeout = kThreadSanitizer ? 120s : 30s;
@@ -579,15 +580,6 @@ TEST(DevicePool, SplitsTheCoresBetweenCpuDevices) {
 
 // ---------------------------------------------------------------------------------------
 // Data-parallel training computes the same step on N devices as on one.
-
-std::pair<Tensor, Tensor> random_images(int64_t batch, uint64_t seed) {
-  dpt::Rng rng(seed);
-  Tensor X = Tensor::empty({batch, 1, 28, 28});
-  dpt::fill_uniform(X, 0.0f, 1.0f, rng);
-  std::vector<int64_t> labels(static_cast<size_t>(batch));
-  for (int64_t& label : labels) label = static_cast<int64_t>(rng() % 10);
-  return {X, Tensor::from_labels(labels)};
-}
 
 dpt::train::ScratchConfig config_for(int devices, const std::string& allreduce) {
   dpt::train::ScratchConfig config;

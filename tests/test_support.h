@@ -6,11 +6,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/layers.h"
 
 namespace dpt::testing_support {
 
@@ -26,6 +31,30 @@ constexpr bool kThreadSanitizer = false;
 #else
 constexpr bool kThreadSanitizer = false;
 #endif
+
+// The smallest network with every kind of state: conv, BatchNorm (running statistics),
+// ReLU, global average pool and a linear layer, Kaiming-initialised from a fixed seed.
+inline std::unique_ptr<nn::Sequential> small_bn_net() {
+  auto net = std::make_unique<nn::Sequential>();
+  net->add<nn::Conv2d>("conv", 1, 4, 3)
+      .add<nn::BatchNorm2d>("bn", 4)
+      .add<nn::ReLU>("relu")
+      .add<nn::GlobalAvgPool2d>("pool")
+      .add<nn::Flatten>("flatten")
+      .add<nn::Linear>("fc", 4, 10);
+  nn::init_weights(*net, nn::Init::kaiming, 9);
+  return net;
+}
+
+// `batch` side x side images in U(0, 1) and labels in [0, 10), from `seed`.
+inline std::pair<Tensor, Tensor> random_images(int64_t batch, uint64_t seed, int64_t side = 28) {
+  Rng rng(seed);
+  Tensor X = Tensor::empty({batch, 1, side, side});
+  fill_uniform(X, 0.0f, 1.0f, rng);
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  for (int64_t& label : labels) label = static_cast<int64_t>(rng() % 10);
+  return {X, Tensor::from_labels(labels)};
+}
 
 // A tensor of `shape` filled with U(low, high) from `seed`.
 inline Tensor random_tensor(const Shape& shape, uint64_t seed, float low = -1.0f, float high = 1.0f) {
