@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -29,15 +28,6 @@ namespace {
 using dpt::testing_support::random_tensor;
 
 const Device kGpu{Device::Kind::cuda, 0};
-
-// Skips, saying why, where there is no GPU; fails instead under DPT_REQUIRE_GPU=1
-// (scripts/gpu-check), where a skip would hide a GPU that is there but unusable.
-bool gpu_required() { return std::getenv("DPT_REQUIRE_GPU") != nullptr; }
-#define SKIP_WITHOUT_GPU()                                                                      \
-  if (cuda::device_count() == 0) {                                                              \
-    if (gpu_required()) FAIL() << "DPT_REQUIRE_GPU is set but: " << cuda::unavailable_reason(); \
-    GTEST_SKIP() << "no CUDA GPU in this process: " << cuda::unavailable_reason();              \
-  }
 
 // Each element of the GPU result within `tolerance` * (1 + |cpu|) of the CPU one. The two
 // backends sum in different orders (cuDNN and cuBLAS pick their own blocking), so equal
@@ -102,7 +92,7 @@ TEST(CudaWithoutGpu, ReasonSaysWhetherTheBuildHasCuda) {
 }
 
 TEST(CudaTensor, RoundTripZerosFullCloneAndCopy) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor host = random_tensor({3, 5}, 1);
   const Tensor gpu = on_gpu(host);
   EXPECT_EQ(gpu.device(), kGpu);
@@ -118,19 +108,18 @@ TEST(CudaTensor, RoundTripZerosFullCloneAndCopy) {
 }
 
 TEST(CudaTensor, CopyBetweenGpus) {
-  SKIP_WITHOUT_GPU();
-  if (cuda::device_count() < 2) GTEST_SKIP() << "needs 2 GPUs, this machine has " << cuda::device_count();
+  DPT_SKIP_WITHOUT_GPUS(2);
   const Tensor host = random_tensor({1000}, 2);
   EXPECT_EQ(on_gpu(host).to(Device{Device::Kind::cuda, 1}).to_vector(), host.to_vector());
 }
 
 TEST(CudaTensor, MixingDevicesInOneOpIsRefused) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   EXPECT_THROW(ops::add(random_tensor({2}, 1), on_gpu(random_tensor({2}, 2))), std::invalid_argument);
 }
 
 TEST(CudaOps, Conv2dWithBiasStrideAndPadding) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   expect_op_matches(
       {random_tensor({4, 1, 28, 28}, 1), random_tensor({20, 1, 3, 3}, 2), random_tensor({20}, 3)},
       [](const std::vector<Tensor>& in) { return ops::conv2d(in[0], in[1], in[2]); }, "conv 1->20");
@@ -143,14 +132,14 @@ TEST(CudaOps, Conv2dWithBiasStrideAndPadding) {
 }
 
 TEST(CudaOps, Conv2dReluFused) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   expect_op_matches(
       {random_tensor({4, 3, 10, 10}, 1), random_tensor({8, 3, 3, 3}, 2), random_tensor({8}, 3)},
       [](const std::vector<Tensor>& in) { return ops::conv2d_relu(in[0], in[1], in[2], 1, 1); }, "conv2d_relu");
 }
 
 TEST(CudaOps, MaxAndAvgPool) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   expect_op_matches(
       {random_tensor({2, 3, 8, 8}, 1)}, [](const std::vector<Tensor>& in) { return ops::max_pool2d(in[0], 2, 2); },
       "max pool");
@@ -163,7 +152,7 @@ TEST(CudaOps, MaxAndAvgPool) {
 }
 
 TEST(CudaOps, ReluLinearMatmulAdd) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   expect_op_matches(
       {random_tensor({7, 9}, 1)}, [](const std::vector<Tensor>& in) { return ops::relu(in[0]); }, "relu");
   expect_op_matches(
@@ -189,7 +178,7 @@ TEST(CudaOps, ReluLinearMatmulAdd) {
 }
 
 TEST(CudaOps, BatchNormTrainingAndEvalWithRunningStats) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   for (const bool training : {true, false}) {
     Tensor cpu_mean = random_tensor({3}, 1), cpu_var = random_tensor({3}, 2, 0.5f, 2.0f);
     Tensor gpu_mean = on_gpu(cpu_mean), gpu_var = on_gpu(cpu_var);
@@ -205,7 +194,7 @@ TEST(CudaOps, BatchNormTrainingAndEvalWithRunningStats) {
 }
 
 TEST(CudaOps, CrossEntropyEveryReduction) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor labels = Tensor::from_labels({0, 9, 3, 3, 7});
   for (const auto reduction : {ops::Reduction::none, ops::Reduction::sum, ops::Reduction::mean}) {
     expect_op_matches(
@@ -218,7 +207,7 @@ TEST(CudaOps, CrossEntropyEveryReduction) {
 }
 
 TEST(CudaOps, CrossEntropyNamesABadLabelAsTheCpuDoes) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor logits = random_tensor({3, 10}, 1), labels = Tensor::from_labels({1, 10, -1});
   const std::string cpu_error =
       dpt::testing_support::error_of<std::invalid_argument>([&] { ops::cross_entropy(logits, labels); });
@@ -229,7 +218,7 @@ TEST(CudaOps, CrossEntropyNamesABadLabelAsTheCpuDoes) {
 }
 
 TEST(CudaOps, ArgmaxAndCountCorrectTakeTheFirstMaximum) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor logits = Tensor::from_vector({1, 5, 5, 0, /**/ 2, 2, 1, 0, /**/ -1, -2, -3, 4}, {3, 4});
   const Tensor labels = Tensor::from_labels({1, 1, 3});
   const Tensor gpu_argmax = ops::argmax(on_gpu(logits)).to(Device::cpu());
@@ -240,7 +229,7 @@ TEST(CudaOps, ArgmaxAndCountCorrectTakeTheFirstMaximum) {
 }
 
 TEST(CudaOps, SgdWithAndWithoutMomentum) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor param = random_tensor({100}, 1), grad = random_tensor({100}, 2);
   for (const bool momentum : {false, true}) {
     const Tensor p_cpu = param.clone(), p_gpu = on_gpu(param);
@@ -257,7 +246,7 @@ TEST(CudaOps, SgdWithAndWithoutMomentum) {
 // The lesson's LeNet, one step of minibatch SGD on 32 images, on cuda:0 and on the CPU:
 // the same loss and the same updated weights.
 TEST(CudaTraining, OneLeNetStepEqualsTheCpuStep) {
-  SKIP_WITHOUT_GPU();
+  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor images = random_tensor({32, 1, 28, 28}, 5, 0.0f, 1.0f);
   std::vector<int64_t> label_values;
   for (int i = 0; i < 32; ++i) label_values.push_back(i * 7 % 10);

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,14 +34,6 @@ using dpt::testing_support::small_bn_net;
 
 const Device kGpu0{Device::Kind::cuda, 0};
 const Device kGpu1{Device::Kind::cuda, 1};
-
-#define SKIP_WITHOUT_GPUS(n)                                                                         \
-  if (cuda::device_count() < (n)) {                                                                  \
-    if (cuda::device_count() == 0 && std::getenv("DPT_REQUIRE_GPU"))                                 \
-      FAIL() << "DPT_REQUIRE_GPU is set but: " << cuda::unavailable_reason();                        \
-    GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), this process has " << cuda::device_count()     \
-                 << (cuda::device_count() == 0 ? ": " + cuda::unavailable_reason() : std::string()); \
-  }
 
 // Each element within 1e-4 (relative, plus 1e-6 absolute) of the CPU's: the GPU libraries
 // sum in their own order, so a few ulps of each sum per step, carried over three steps.
@@ -88,7 +79,7 @@ TEST(CudaTrainingRules, MixedDevicesMultiProcessAndBucketsAreRefused) {
 }
 
 TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
-  SKIP_WITHOUT_GPUS(1);
+  DPT_SKIP_WITHOUT_GPUS(1);
   const std::vector<Tensor> initial = nn::lenet_params(7);
   dpt::train::ScratchTrainer cpu(scratch_config({Device::cpu(0)}), initial);
   dpt::train::ScratchTrainer gpu(scratch_config({kGpu0}), initial);
@@ -110,7 +101,7 @@ TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
 }
 
 TEST(CudaTraining, ScratchOnTwoGpusOverNcclMatchesOneGpuWithIdenticalReplicas) {
-  SKIP_WITHOUT_GPUS(2);
+  DPT_SKIP_WITHOUT_GPUS(2);
   const std::vector<Tensor> initial = nn::lenet_params(8);
   dpt::train::ScratchTrainer one(scratch_config({kGpu0}), initial);
   dpt::train::ScratchTrainer two(scratch_config({kGpu0, kGpu1}), initial);
@@ -144,14 +135,14 @@ std::vector<Tensor> concise_steps(const std::vector<Device>& devices) {
 }
 
 TEST(CudaTraining, DataParallelWithBatchNormAndMomentumOnOneGpuMatchesTheCpu) {
-  SKIP_WITHOUT_GPUS(1);
+  DPT_SKIP_WITHOUT_GPUS(1);
   const std::vector<Tensor> gpu = concise_steps({kGpu0});
   EXPECT_EQ(gpu[0].device(), kGpu0);
   expect_close(gpu, concise_steps({Device::cpu(0)}), "conv-BN-fc after 2 momentum steps");
 }
 
 TEST(CudaTraining, DataParallelOnTwoGpusMatchesOneGpu) {
-  SKIP_WITHOUT_GPUS(2);
+  DPT_SKIP_WITHOUT_GPUS(2);
   expect_close(concise_steps({kGpu0, kGpu1}), concise_steps({kGpu0}), "2 GPUs against 1");
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
+#include "dpt/cuda/runtime.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/layers.h"
 
@@ -90,3 +92,14 @@ std::string error_of(const std::function<void()>& f) {
         }                                                    \
       },                                                     \
       std::invalid_argument)
+
+// Skips the test, saying why, where this process has fewer than `n` CUDA GPUs. Under
+// DPT_REQUIRE_GPU=1 (scripts/gpu-check) having no GPU at all fails instead: there a skip
+// would hide a GPU that is present but unusable.
+#define DPT_SKIP_WITHOUT_GPUS(n)                                                            \
+  if (const int gpus = ::dpt::cuda::device_count(); gpus < (n)) {                           \
+    if (gpus == 0 && std::getenv("DPT_REQUIRE_GPU"))                                        \
+      FAIL() << "DPT_REQUIRE_GPU is set but: " << ::dpt::cuda::unavailable_reason();        \
+    GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), this process has " << gpus            \
+                 << (gpus == 0 ? ": " + ::dpt::cuda::unavailable_reason() : std::string()); \
+  }
