@@ -41,6 +41,19 @@ PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out, Pass
           desc(out, pass == Pass::forward ? type::f32 : low, activations)};
 }
 
+// The bias gradient: the per-channel sums of `grad` [N, C, H, W], always summed
+// channels-last (a gradient in another layout is reordered first), so its bits do not
+// depend on the layout the gradient arrived in: conv2d_relu's bias gradient equals that of
+// relu(conv2d(...)) exactly. See channel_sums.cc for why this is not oneDNN's.
+void bias_gradient(const Tensor& grad, const dnnl::memory::desc& plain, const Tensor& sums) {
+  const dnnl::memory::desc channels_last(plain.dims(), dnnl::memory::data_type::f32, tag::nhwc);
+  Tensor scratch;
+  const dnnl::memory memory = input_in_layout(grad, plain, channels_last, scratch);
+  stream().wait();
+  sum_channels_last(static_cast<const float*>(memory.get_data_handle()), grad.dim(0) * grad.dim(2) * grad.dim(3),
+                    grad.dim(1), sums.data<float>());
+}
+
 struct ConvForward {
   convolution_forward::primitive_desc pd;
   convolution_forward primitive;
@@ -122,29 +135,25 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
     convolution_backward_weights::primitive_desc pd;
     convolution_backward_weights primitive;
   };
-  const bool with_bias = grad_bias.defined();
-  const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), with_bias,
-                                    g.stride, g.padding, static_cast<int>(conv_precision()));
+  const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
+  if (grad_bias.defined()) bias_gradient(grad_out, plain.out, grad_bias);
+  const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), g.stride,
+                                    g.padding, static_cast<int>(conv_precision()));
   auto& prim = cached<Primitive>(key, [&] {
     const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape(), Pass::backward_weights);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-    const auto desc = with_bias ? convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x, d.weight,
-                                                                     d.bias, d.out, strides, padding, padding)
-                                : convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, d.x, d.weight,
-                                                                     d.out, strides, padding, padding);
+    const convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.x, d.weight, d.out, strides,
+                                                  padding, padding);
     convolution_backward_weights::primitive_desc pd(
-        desc, engine(), forward_primitive(x.shape(), grad_weight.shape(), grad_out.shape(), with_bias, g).pd);
+        desc, engine(), forward_primitive(x.shape(), grad_weight.shape(), grad_out.shape(), false, g).pd);
     return Primitive{pd, convolution_backward_weights(pd)};
   });
-  const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
   Tensor dy_scratch, x_scratch, dw_scratch;
   const dnnl::memory dw_mem = scratch_output(grad_weight, plain.weight, prim.pd.diff_weights_desc(), dw_scratch);
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_DIFF_DST, input_in_layout(grad_out, plain.out, prim.pd.diff_dst_desc(), dy_scratch)},
-      {DNNL_ARG_SRC, input_in_layout(x, plain.x, prim.pd.src_desc(), x_scratch)},
-      {DNNL_ARG_DIFF_WEIGHTS, dw_mem}};
-  if (with_bias) args.insert({DNNL_ARG_DIFF_BIAS, as_memory(plain.bias, grad_bias)});
-  prim.primitive.execute(stream(), args);
+  prim.primitive.execute(
+      stream(), {{DNNL_ARG_DIFF_DST, input_in_layout(grad_out, plain.out, prim.pd.diff_dst_desc(), dy_scratch)},
+                 {DNNL_ARG_SRC, input_in_layout(x, plain.x, prim.pd.src_desc(), x_scratch)},
+                 {DNNL_ARG_DIFF_WEIGHTS, dw_mem}});
   finish_output(dw_mem, grad_weight, plain.weight);
   stream().wait();
 }

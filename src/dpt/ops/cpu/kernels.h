@@ -51,6 +51,9 @@ void linear_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
 // c = op(a) @ op(b), op transposing when asked; a, b, c row-major 2-D.
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
 
+// Per-channel sums of a channels-last [pixels, channels] array (channel_sums.cc).
+void sum_channels_last(const float* data, int64_t pixels, int64_t channels, float* sums);
+
 // Plain loops (elementwise.cc, loss.cc); see ops::Backend for what each does.
 void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
                                const Tensor& variance, float momentum, double unbiased);
