@@ -22,7 +22,8 @@ void fill_normal(const Tensor& t, float mean, float std, Rng& rng) {
 
 void fill_uniform(const Tensor& t, float low, float high, Rng& rng) {
   float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(low + (high - low) * uniform01(rng));
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(low + (high - low) * uniform01(rng));
 }
 
 }  // namespace dpt

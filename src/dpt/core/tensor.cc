@@ -1,5 +1,6 @@
 #include "dpt/core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -90,7 +91,7 @@ Tensor Tensor::full(const Shape& shape, float value, Device device) {
   if (on_gpu(device)) return full(shape, value).to(device);
   Tensor t = empty(shape, DType::f32, device);
   float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = value;
+  std::fill(p, p + t.numel(), value);
   return t;
 }
 

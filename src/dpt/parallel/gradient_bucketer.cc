@@ -160,8 +160,10 @@ void GradientBucketer::communication_loop() {
       for (size_t i : buckets_[b]) {
         const Tensor grad = params_[i].grad();
         float* out = grad.data<float>();
-        for (int64_t k = 0; k < grad.numel(); ++k) out[k] = flat_[b][offset + static_cast<size_t>(k)] * scale;
-        offset += static_cast<size_t>(grad.numel());
+        const auto n = static_cast<size_t>(grad.numel());
+        const float* in = flat_[b].data() + offset;
+        for (size_t k = 0; k < n; ++k) out[k] = in[k] * scale;
+        offset += n;
       }
     } catch (...) {
       error = std::current_exception();

@@ -1,5 +1,6 @@
 #include "dpt/train/divergence_guard.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dpt::train {
@@ -25,14 +26,13 @@ std::optional<std::string> find_non_finite(double loss_sum,
     if (!grad.defined()) continue;
     const Tensor host = grad.device().kind == Device::Kind::cuda ? grad.to(Device::cpu()) : grad;
     const float* g = host.data<float>();
+    // Runs every step over every gradient: count first (a loop without branches), and
+    // look for the first bad value only when there is one.
+    const int64_t n = grad.numel();
     int64_t bad = 0;
-    float first = 0;
-    for (int64_t i = 0; i < grad.numel(); ++i) {
-      if (!std::isfinite(g[i])) {
-        if (bad++ == 0) first = g[i];
-      }
-    }
+    for (int64_t i = 0; i < n; ++i) bad += std::isfinite(g[i]) ? 0 : 1;
     if (bad > 0) {
+      const float first = *std::find_if(g, g + n, [](float v) { return !std::isfinite(v); });
       return "the gradient of " + name + " holds " + std::to_string(bad) + " non-finite value" + (bad == 1 ? "" : "s") +
              " (the first is " + non_finite_str(first) + ")";
     }

@@ -33,8 +33,9 @@ void pack(const std::vector<Tensor>& tensors, float* flat) {
 void unpack(const float* in, const std::vector<Tensor>& tensors, float scale) {
   for (const Tensor& t : tensors) {
     float* out = t.data<float>();
-    for (int64_t k = 0; k < t.numel(); ++k) out[k] = in[k] * scale;
-    in += t.numel();
+    const int64_t n = t.numel();
+    for (int64_t k = 0; k < n; ++k) out[k] = in[k] * scale;
+    in += n;
   }
 }
 
