@@ -437,6 +437,27 @@ TEST(BatchLoader, ScalesPixelsToUnitRangeAndKeepsLabels) {
   EXPECT_FALSE(loader.next(batch));
 }
 
+// The loader scales 16 pixels at a time with a vector division and the rest one by one:
+// every byte value, in either path, must give exactly the float that v / 255.0f gives.
+TEST(BatchLoader, ScalesEveryByteValueExactlyAsAScalarDivision) {
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{16, 16}, {3, 7}}) {
+    Dataset data;
+    data.rows = rows;
+    data.cols = cols;
+    const int64_t image_size = rows * cols;
+    for (int64_t i = 0; i < 2 * image_size; ++i) data.pixels.push_back(static_cast<uint8_t>((i * 37 + 11) % 256));
+    data.labels = {1, 2};
+    BatchLoader loader(data, 2, /*shuffle=*/false, /*seed=*/0);
+    Batch batch;
+    ASSERT_TRUE(loader.next(batch));
+    const float* pixels = batch.images.data<float>();
+    for (int64_t i = 0; i < 2 * image_size; ++i) {
+      const float expected = static_cast<float>(data.pixels[static_cast<size_t>(i)]) / 255.0f;
+      ASSERT_EQ(pixels[i], expected) << rows << "x" << cols << " image, pixel " << i;
+    }
+  }
+}
+
 TEST(BatchLoader, LabelsFollowTheirImages) {
   const Dataset data = indexed_dataset(300);
   BatchLoader loader(data, 32, /*shuffle=*/true, /*seed=*/5);
