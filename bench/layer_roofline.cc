@@ -184,26 +184,21 @@ int main(int argc, char** argv) {
   const Tensor gc2_pooled = ops::cpu::linear_backward_data(gl3, p[4], {batch, 800});
   Tensor gp2 = Tensor::empty({batch, 50, 4, 4});
   gp2.copy_from(gc2_pooled);
-  const Tensor gr2 = ops::cpu::pool2d_backward(gp2, p2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 9, 9});
-  const Tensor gc2 = ops::cpu::relu_backward(gr2, r2);  // masked by the output, as conv2d_relu does
+  // The pooling's and the ReLU's backward in one pass, masked by the output, as
+  // conv2d_relu_avg_pool2d does.
+  const Tensor gc2 = ops::cpu::relu_avg_pool_backward(gp2, r2, 2);
   const Tensor gp1 = ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g);
-  const Tensor gr1 = ops::cpu::pool2d_backward(gp1, p1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 26, 26});
-  const Tensor gc1 = ops::cpu::relu_backward(gr1, r1);
+  const Tensor gc1 = ops::cpu::relu_avg_pool_backward(gp1, r1, 2);
 
   add("fc4", "backward-x", fc4, 0, [&] { ops::cpu::linear_backward_data(gl4, p[6], {batch, 128}); });
   add("fc4", "backward-w", fc4, 0, [&] { ops::cpu::linear_backward_weights(gl4, r3, gw4, gb4); });
   add("fc3", "backward-x", fc3, 0, [&] { ops::cpu::linear_backward_data(gl3, p[4], {batch, 800}); });
   add("fc3", "backward-w", fc3, 0, [&] { ops::cpu::linear_backward_weights(gl3, f2, gw3, gb3); });
-  add("pool2", "backward", 0, bytes(r2), [&] {
-    ops::cpu::pool2d_backward(gp2, p2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 9, 9});
-  });
-  add("relu2", "backward", 0, 1.5 * bytes(r2), [&] { ops::cpu::relu_backward(gr2, r2); });
+  // Reads the ReLU's output and the pooled gradient, writes the convolution's gradient.
+  add("pool2+relu2", "backward", 0, bytes(r2) + bytes(gp2) / 2, [&] { ops::cpu::relu_avg_pool_backward(gp2, r2, 2); });
   add("conv2", "backward-x", conv2, 0, [&] { ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g); });
   add("conv2", "backward-w", conv2, 0, [&] { ops::cpu::conv2d_backward_weights(gc2, p1.out, gw2, gb2, g); });
-  add("pool1", "backward", 0, bytes(r1), [&] {
-    ops::cpu::pool2d_backward(gp1, p1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 26, 26});
-  });
-  add("relu1", "backward", 0, 1.5 * bytes(r1), [&] { ops::cpu::relu_backward(gr1, r1); });
+  add("pool1+relu1", "backward", 0, bytes(r1) + bytes(gp1) / 2, [&] { ops::cpu::relu_avg_pool_backward(gp1, r1, 2); });
   add("conv1", "backward-w", conv1, 0, [&] { ops::cpu::conv2d_backward_weights(gc1, x, gw1, gb1, g); });
 
   print(rows, peak);

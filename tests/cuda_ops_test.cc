@@ -138,6 +138,15 @@ TEST(CudaOps, Conv2dReluFused) {
       [](const std::vector<Tensor>& in) { return ops::conv2d_relu(in[0], in[1], in[2], 1, 1); }, "conv2d_relu");
 }
 
+TEST(CudaOps, Conv2dReluAvgPool) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  // 9 -> 4 after pooling: the backward leaves the dropped row and column at 0.
+  expect_op_matches(
+      {random_tensor({4, 20, 13, 13}, 1), random_tensor({50, 20, 5, 5}, 2), random_tensor({50}, 3)},
+      [](const std::vector<Tensor>& in) { return ops::conv2d_relu_avg_pool2d(in[0], in[1], in[2], 2); },
+      "conv2d_relu_avg_pool2d");
+}
+
 TEST(CudaOps, MaxAndAvgPool) {
   DPT_SKIP_WITHOUT_GPUS(1);
   expect_op_matches(

@@ -253,6 +253,59 @@ TEST(Conv2dRelu, FusedEqualsReluOfConv2dBitForBit) {
   }
 }
 
+// conv2d_relu_avg_pool2d must be avg_pool2d(conv2d_relu(...)) exactly, forward and for
+// every input's gradient: LeNet's two blocks (the second pools 9 -> 4, dropping a row and a
+// column), a strided and padded convolution, a 16-channel (blocked) one pooled 3 x 3 (a
+// divisor that is not a power of two), and pool 1 (no pooling at all).
+TEST(Conv2dReluAvgPool, EqualsAvgPoolOfConv2dReluBitForBit) {
+  struct Case {
+    Shape x, w;
+    int stride, padding, pool;
+  };
+  const std::vector<Case> cases{{{4, 1, 28, 28}, {20, 1, 3, 3}, 1, 0, 2},
+                                {{4, 20, 13, 13}, {50, 20, 5, 5}, 1, 0, 2},
+                                {{2, 3, 7, 6}, {5, 3, 3, 3}, 2, 1, 2},
+                                {{2, 16, 10, 11}, {16, 16, 3, 3}, 1, 1, 3},
+                                {{3, 2, 5, 5}, {4, 2, 2, 2}, 1, 0, 1}};
+  uint64_t seed = 300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w) + " pool " + std::to_string(c.pool));
+    const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++), b = random_tensor({c.w[0]}, seed++);
+    std::vector<std::vector<float>> results[2];
+    for (bool fused : {false, true}) {
+      std::vector<Tensor> in{x.detach(), w.detach(), b.detach()};
+      for (Tensor& t : in) t.set_requires_grad(true);
+      const Tensor y =
+          fused ? ops::conv2d_relu_avg_pool2d(in[0], in[1], in[2], c.pool, c.stride, c.padding)
+                : ops::avg_pool2d(ops::conv2d_relu(in[0], in[1], in[2], c.stride, c.padding), c.pool, c.pool);
+      weighted_sum(y, random_tensor(y.shape(), seed)).backward();
+      results[fused] = {y.to_vector(), in[0].grad().to_vector(), in[1].grad().to_vector(), in[2].grad().to_vector()};
+    }
+    ++seed;
+    const char* names[] = {"output", "grad x", "grad weight", "grad bias"};
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(results[1][i], results[0][i]) << names[i];
+  }
+}
+
+// With a bias that keeps every pre-activation positive the ReLU passes everything, so a
+// finite-difference check never steps across its kink and tests the pooling's spread.
+TEST(GradCheck, Conv2dReluAvgPoolAwayFromTheKink) {
+  const OpFn block = [](const std::vector<Tensor>& in) {
+    return ops::conv2d_relu_avg_pool2d(in[0], in[1], in[2], 2, 1, 1);
+  };
+  expect_gradients_match(
+      block, {random_tensor({2, 2, 5, 6}, 40, 0.1f), random_tensor({3, 2, 3, 3}, 41, 0.1f), Tensor::full({3}, 5.0f)});
+}
+
+TEST(Conv2dReluAvgPool, RefusesAWindowLargerThanTheConvolutionsOutput) {
+  try {
+    ops::conv2d_relu_avg_pool2d(random_tensor({1, 1, 4, 4}, 1), random_tensor({2, 1, 3, 3}, 2), Tensor(), 3);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "conv2d_relu_avg_pool2d: window 3 is larger than the convolution's output [1, 2, 2, 2]");
+  }
+}
+
 // --precision bf16 rounds each multiplied operand to bfloat16 (8 significant bits: relative
 // error at most 2^-8 each, so at most about 2^-7 per product) and accumulates in fp32. So
 // every output of the forward, and every element of both gradients, may differ from fp32

@@ -79,6 +79,14 @@ class Backend {
   virtual void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
                                          const Tensor& variance, float momentum, double unbiased) const = 0;
 
+  // The gradient of relu(z) for an average pooling (window and step `pool`) of it, from the
+  // pooled output's gradient: grad_pooled / pool^2 spread over each window, where relu_out
+  // (= relu(z)) > 0, else 0; 0 in rows and columns the pooling dropped. `pooling` is what
+  // pool2d_forward returned. This composes pool2d_backward and relu_backward; a backend may
+  // do both in one pass.
+  virtual Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& pooling, const Tensor& relu_out,
+                                        int pool) const;
+
   virtual Tensor relu_forward(const Tensor& x) const = 0;
   // grad_out where x > 0, else 0 (x may be relu's input or its output: the same mask).
   virtual Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const = 0;

@@ -6,9 +6,9 @@
 namespace dpt::ops {
 
 namespace {
-// conv2d, or with `fuse_relu` conv2d_relu: one validation, one forward, one backward.
-Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding, bool fuse_relu) {
-  const std::string op = fuse_relu ? "conv2d_relu" : "conv2d";
+// Checks the operands and returns the convolution's output shape.
+Shape checked_output_shape(const std::string& op, const Tensor& x, const Tensor& weight, const Tensor& bias, int stride,
+                           int padding) {
   require_rank(x, 4, op, "input");
   require_rank(weight, 4, op, "weight");
   require(stride >= 1 && padding >= 0, op, "stride must be >= 1 and padding >= 0");
@@ -20,33 +20,53 @@ Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, in
     require(bias.dim(0) == weight.dim(0), op,
             "bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()));
   }
-  const int64_t out_h = (x.dim(2) + 2 * padding - weight.dim(2)) / stride + 1;
-  const int64_t out_w = (x.dim(3) + 2 * padding - weight.dim(3)) / stride + 1;
   require(x.dim(2) + 2 * padding >= weight.dim(2) && x.dim(3) + 2 * padding >= weight.dim(3), op,
           "kernel " + shape_str(weight.shape()) + " is larger than the padded input " + shape_str(x.shape()));
-  const Shape out_shape{x.dim(0), weight.dim(0), out_h, out_w};
-  const ConvGeometry geometry{stride, padding};
-
+  const int64_t out_h = (x.dim(2) + 2 * padding - weight.dim(2)) / stride + 1;
+  const int64_t out_w = (x.dim(3) + 2 * padding - weight.dim(3)) / stride + 1;
   require_same_device({&x, &weight, &bias}, op);
+  return {x.dim(0), weight.dim(0), out_h, out_w};
+}
+
+// The gradients of x, weight and bias from grad_z, the gradient of the convolution's own
+// output (before any ReLU or pooling after it); undefined for inputs that need none.
+struct ConvBackward {
+  Tensor x, weight;  // detached
+  ConvGeometry geometry;
+  bool need_x, need_w, need_b, has_bias;
+
+  static ConvBackward of(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry) {
+    return {x.detach(),     weight.detach(),     geometry,
+            x.needs_grad(), weight.needs_grad(), bias.defined() && bias.needs_grad(),
+            bias.defined()};
+  }
+
+  std::vector<Tensor> operator()(const Tensor& grad_z) const {
+    Tensor grad_x, grad_w, grad_b;
+    if (need_x) grad_x = backend_for(grad_z).conv2d_backward_data(grad_z, weight, x.shape(), geometry);
+    if (need_w || need_b) {
+      grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
+      if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
+      backend_for(grad_z).conv2d_backward_weights(grad_z, x, grad_w, grad_b, geometry);
+    }
+    return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
+  }
+};
+
+// conv2d, or with `fuse_relu` conv2d_relu: one validation, one forward, one backward.
+Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding, bool fuse_relu) {
+  const std::string op = fuse_relu ? "conv2d_relu" : "conv2d";
+  const Shape out_shape = checked_output_shape(op, x, weight, bias, stride, padding);
+  const ConvGeometry geometry{stride, padding};
   Tensor out = backend_for(x).conv2d_forward(x, weight, bias, geometry, out_shape, fuse_relu);
   if (autograd::should_record({&x, &weight, &bias})) {
-    const bool need_x = x.needs_grad(), need_w = weight.needs_grad();
-    const bool need_b = bias.defined() && bias.needs_grad();
     // The fused op keeps its output: relu'(z) is 1 where relu(z) > 0, the same mask as z > 0.
-    autograd::record(
-        out, op, {&x, &weight, &bias},
-        [x = x.detach(), weight = weight.detach(), relu_out = fuse_relu ? out.detach() : Tensor(), need_x, need_w,
-         need_b, geometry, has_bias = bias.defined()](const Tensor& grad_out) -> std::vector<Tensor> {
-          const Tensor grad_z = relu_out.defined() ? backend_for(grad_out).relu_backward(grad_out, relu_out) : grad_out;
-          Tensor grad_x, grad_w, grad_b;
-          if (need_x) grad_x = backend_for(grad_z).conv2d_backward_data(grad_z, weight, x.shape(), geometry);
-          if (need_w || need_b) {
-            grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
-            if (has_bias) grad_b = Tensor::empty({weight.dim(0)}, DType::f32, weight.device());
-            backend_for(grad_z).conv2d_backward_weights(grad_z, x, grad_w, grad_b, geometry);
-          }
-          return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
-        });
+    autograd::record(out, op, {&x, &weight, &bias},
+                     [backward = ConvBackward::of(x, weight, bias, geometry),
+                      relu_out = fuse_relu ? out.detach() : Tensor()](const Tensor& grad_out) -> std::vector<Tensor> {
+                       if (!relu_out.defined()) return backward(grad_out);
+                       return backward(backend_for(grad_out).relu_backward(grad_out, relu_out));
+                     });
   }
   return out;
 }
@@ -58,6 +78,31 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int str
 
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding) {
   return convolution(x, weight, bias, stride, padding, /*fuse_relu=*/true);
+}
+
+Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int pool, int stride,
+                              int padding) {
+  const std::string op = "conv2d_relu_avg_pool2d";
+  const Shape conv_shape = checked_output_shape(op, x, weight, bias, stride, padding);
+  require(pool >= 1, op, "pool must be >= 1");
+  require(conv_shape[2] >= pool && conv_shape[3] >= pool, op,
+          "window " + std::to_string(pool) + " is larger than the convolution's output " + shape_str(conv_shape));
+  const Shape out_shape{conv_shape[0], conv_shape[1], (conv_shape[2] - pool) / pool + 1,
+                        (conv_shape[3] - pool) / pool + 1};
+  const ConvGeometry geometry{stride, padding};
+  const Backend& backend = backend_for(x);
+  const Tensor relu_out = backend.conv2d_forward(x, weight, bias, geometry, conv_shape, /*fuse_relu=*/true);
+  PoolResult pooling = backend.pool2d_forward(relu_out, PoolKind::avg, pool, pool, out_shape);
+  Tensor out = pooling.out;
+  if (autograd::should_record({&x, &weight, &bias})) {
+    pooling.out = Tensor();  // backward needs the ReLU's output, not the pooled one
+    autograd::record(out, op, {&x, &weight, &bias},
+                     [backward = ConvBackward::of(x, weight, bias, geometry), pooling, relu_out = relu_out.detach(),
+                      pool](const Tensor& grad_out) -> std::vector<Tensor> {
+                       return backward(backend_for(grad_out).relu_avg_pool_backward(grad_out, pooling, relu_out, pool));
+                     });
+  }
+  return out;
 }
 
 }  // namespace dpt::ops

@@ -16,6 +16,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int str
 // relu(conv2d(...)) in one kernel (the ReLU fused into the convolution's output), with the
 // same values and gradients as the two ops, bit for bit, and one pass less over memory.
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
+// avg_pool2d(conv2d_relu(...), pool, pool): LeNet's block. The same values and gradients as
+// the two ops, bit for bit; backward spreads the pooled gradient and applies the ReLU's mask
+// in one pass instead of two.
+Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int pool, int stride = 1,
+                              int padding = 0);
 
 // Window `kernel` x `kernel`, step `stride`, no padding; avg divides by kernel*kernel.
 Tensor avg_pool2d(const Tensor& x, int kernel, int stride);

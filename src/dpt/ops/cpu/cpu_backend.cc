@@ -26,6 +26,10 @@ class CpuBackend final : public Backend {
                          const Shape& x_shape) const override {
     return cpu::pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape);
   }
+  Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& /*pooling*/, const Tensor& relu_out,
+                                int pool) const override {
+    return cpu::relu_avg_pool_backward(grad_pooled, relu_out, pool);
+  }
   Tensor global_avg_pool2d_forward(const Tensor& x) const override { return cpu::global_avg_pool2d_forward(x); }
   Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
     return cpu::global_avg_pool2d_backward(grad_out, x_shape);

@@ -40,6 +40,9 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
 BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    bool use_batch_stats, const Tensor& mean, const Tensor& variance, float eps);
 
+// Backend::relu_avg_pool_backward in one pass (relu_avg_pool.cc).
+Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out, int pool);
+
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& grad_out, const Tensor& x);
 

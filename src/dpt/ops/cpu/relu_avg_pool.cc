@@ -1,0 +1,78 @@
+// The backward of LeNet's conv -> ReLU -> average pooling block, from the pooled gradient to
+// the convolution's, in one pass: oneDNN's pooling backward writes the spread gradient (6.9 MB
+// per 128-image shard after LeNet's conv1) and its ReLU backward reads it back with the
+// ReLU's output and writes it again; here each output row is written once. Channels-last,
+// the layout LeNet's convolutions run in on AVX-512 (other layouts are reordered to it).
+#include <cstring>
+#include <vector>
+
+#include "dpt/ops/cpu/dnnl_context.h"
+#include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/cpu/layout.h"
+
+namespace dpt::ops::cpu {
+
+namespace {
+using Vec16 = float __attribute__((vector_size(64)));
+
+// out[i] = relu_out[i] > 0 ? spread[i] : 0, as oneDNN's ReLU backward masks.
+__attribute__((target_clones("avx512f", "default"))) void mask_by_relu(const float* relu_out, const float* spread,
+                                                                       float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    Vec16 y, s;
+    std::memcpy(&y, relu_out + i, sizeof y);
+    std::memcpy(&s, spread + i, sizeof s);
+    const Vec16 masked = y > 0.0f ? s : Vec16{};
+    std::memcpy(out + i, &masked, sizeof masked);
+  }
+  for (; i < n; ++i) out[i] = relu_out[i] > 0.0f ? spread[i] : 0.0f;
+}
+
+dnnl::memory::desc channels_last(const Shape& shape) {
+  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
+}
+}  // namespace
+
+Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out, int pool) {
+  const int64_t images = relu_out.dim(0), channels = relu_out.dim(1), height = relu_out.dim(2), width = relu_out.dim(3);
+  const int64_t pooled_h = grad_pooled.dim(2), pooled_w = grad_pooled.dim(3);
+  Tensor y_scratch, dp_scratch;
+  const dnnl::memory y_memory = input_in_layout(relu_out, plain_desc(relu_out.shape(), dnnl::memory::format_tag::nchw),
+                                                channels_last(relu_out.shape()), y_scratch);
+  const dnnl::memory dp_memory =
+      input_in_layout(grad_pooled, plain_desc(grad_pooled.shape(), dnnl::memory::format_tag::nchw),
+                      channels_last(grad_pooled.shape()), dp_scratch);
+  const LaidOutTensor grad_z = output_in_layout(
+      relu_out.shape(), plain_desc(relu_out.shape(), dnnl::memory::format_tag::nchw), channels_last(relu_out.shape()));
+  stream().wait();
+  const auto* y = static_cast<const float*>(y_memory.get_data_handle());
+  const auto* dp = static_cast<const float*>(dp_memory.get_data_handle());
+  auto* dz = static_cast<float*>(grad_z.memory.get_data_handle());
+
+  // One row of the pooled gradient spread over its windows: shared by the `pool` rows of
+  // each window. Columns the pooling dropped stay 0.
+  const int64_t row = width * channels;
+  const float area = static_cast<float>(pool * pool);
+  std::vector<float> spread(static_cast<size_t>(row), 0.0f);
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t h = 0; h < height; ++h) {
+      float* out = dz + (n * height + h) * row;
+      if (h / pool >= pooled_h) {  // a row the pooling dropped
+        std::memset(out, 0, static_cast<size_t>(row) * sizeof(float));
+        continue;
+      }
+      if (h % pool == 0) {
+        const float* pooled_row = dp + (n * pooled_h + h / pool) * pooled_w * channels;
+        for (int64_t pw = 0; pw < pooled_w; ++pw)
+          for (int64_t k = 0; k < pool; ++k)
+            for (int64_t c = 0; c < channels; ++c)
+              spread[static_cast<size_t>((pw * pool + k) * channels + c)] = pooled_row[pw * channels + c] / area;
+      }
+      mask_by_relu(y + (n * height + h) * row, spread.data(), out, row);
+    }
+  }
+  return grad_z.tensor;
+}
+
+}  // namespace dpt::ops::cpu
