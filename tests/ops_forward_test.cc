@@ -82,6 +82,12 @@ TEST(Conv2dForward, MatchesNaiveLoops) {
       // The backend's two activation layouts on AVX-512: channels-last above (2-4 input
       // channels), the 16-channel block here (a full block of input channels).
       {{2, 16, 5, 5}, {20, 16, 3, 3}, 1, 1, true},
+      // One input channel, stride 1, no padding, <= 32 output channels: on AVX-512 the
+      // backend's own kernel (single_channel_conv.cc), LeNet's conv1 first; channel counts
+      // in one register (5), in two (20, 31), and a 5x5 kernel on a non-square image.
+      {{3, 1, 28, 28}, {20, 1, 3, 3}, 1, 0, true},
+      {{2, 1, 7, 9}, {5, 1, 3, 3}, 1, 0, false},
+      {{2, 1, 9, 8}, {31, 1, 5, 5}, 1, 0, true},
   };
   uint64_t seed = 1;
   for (const ConvCase& c : cases) {

@@ -13,6 +13,10 @@ using dnnl::convolution_backward_data;
 using dnnl::convolution_backward_weights;
 using dnnl::convolution_forward;
 
+dnnl::memory::desc channels_last(const Shape& shape) {
+  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, tag::nhwc);
+}
+
 // The layouts tensors have between ops.
 struct PlainDescs {
   dnnl::memory::desc x, weight, bias, out;
@@ -46,9 +50,8 @@ PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out, Pass
 // depend on the layout the gradient arrived in: conv2d_relu's bias gradient equals that of
 // relu(conv2d(...)) exactly. See channel_sums.cc for why this is not oneDNN's.
 void bias_gradient(const Tensor& grad, const dnnl::memory::desc& plain, const Tensor& sums) {
-  const dnnl::memory::desc channels_last(plain.dims(), dnnl::memory::data_type::f32, tag::nhwc);
   Tensor scratch;
-  const dnnl::memory memory = input_in_layout(grad, plain, channels_last, scratch);
+  const dnnl::memory memory = input_in_layout(grad, plain, channels_last(grad.shape()), scratch);
   stream().wait();
   sum_channels_last(static_cast<const float*>(memory.get_data_handle()), grad.dim(0) * grad.dim(2) * grad.dim(3),
                     grad.dim(1), sums.data<float>());
@@ -87,9 +90,17 @@ const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const 
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g, const Shape& out_shape,
                       bool fuse_relu) {
+  const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
+  if (single_channel_conv_fits(x.shape(), weight.shape(), g) && conv_activation_tag(1, weight.dim(0)) == tag::nhwc &&
+      conv_precision() == ConvPrecision::fp32) {
+    const LaidOutTensor out = output_in_layout(out_shape, plain.out, channels_last(out_shape));
+    single_channel_conv_forward(x.data<float>(), x.shape(), weight.data<float>(), weight.shape(),
+                                bias.defined() ? bias.data<float>() : nullptr, fuse_relu,
+                                static_cast<float*>(out.memory.get_data_handle()));
+    return out.tensor;
+  }
   const bool with_bias = bias.defined();
   const ConvForward& prim = forward_primitive(x.shape(), weight.shape(), out_shape, with_bias, g, fuse_relu);
-  const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
   const LaidOutTensor out = output_in_layout(out_shape, plain.out, prim.pd.dst_desc());
   Tensor x_scratch, w_scratch;
   std::unordered_map<int, dnnl::memory> args{

@@ -54,6 +54,12 @@ void linear_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
 // c = op(a) @ op(b), op transposing when asked; a, b, c row-major 2-D.
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
 
+// LeNet's conv1 (single_channel_conv.cc): a convolution of a single-channel image into at
+// most 32 channels, 3 x 3 or 5 x 5, stride 1, no padding; the output is channels-last.
+bool single_channel_conv_fits(const Shape& x, const Shape& weight, ConvGeometry geometry);
+void single_channel_conv_forward(const float* x, const Shape& x_shape, const float* weight, const Shape& weight_shape,
+                                 const float* bias, bool relu, float* out_channels_last);
+
 // Per-channel sums of a channels-last [pixels, channels] array (channel_sums.cc).
 void sum_channels_last(const float* data, int64_t pixels, int64_t channels, float* sums);
 
