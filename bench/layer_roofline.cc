@@ -188,7 +188,6 @@ int main(int argc, char** argv) {
   // conv2d_relu_avg_pool2d does.
   const Tensor gc2 = ops::cpu::relu_avg_pool_backward(gp2, r2, 2);
   const Tensor gp1 = ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g);
-  const Tensor gc1 = ops::cpu::relu_avg_pool_backward(gp1, r1, 2);
 
   add("fc4", "backward-x", fc4, 0, [&] { ops::cpu::linear_backward_data(gl4, p[6], {batch, 128}); });
   add("fc4", "backward-w", fc4, 0, [&] { ops::cpu::linear_backward_weights(gl4, r3, gw4, gb4); });
@@ -198,8 +197,18 @@ int main(int argc, char** argv) {
   add("pool2+relu2", "backward", 0, bytes(r2) + bytes(gp2) / 2, [&] { ops::cpu::relu_avg_pool_backward(gp2, r2, 2); });
   add("conv2", "backward-x", conv2, 0, [&] { ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g); });
   add("conv2", "backward-w", conv2, 0, [&] { ops::cpu::conv2d_backward_weights(gc2, p1.out, gw2, gb2, g); });
-  add("pool1+relu1", "backward", 0, bytes(r1) + bytes(gp1) / 2, [&] { ops::cpu::relu_avg_pool_backward(gp1, r1, 2); });
-  add("conv1", "backward-w", conv1, 0, [&] { ops::cpu::conv2d_backward_weights(gc1, x, gw1, gb1, g); });
+  // conv1's input needs no gradient: its weight and bias gradients come straight from
+  // pool1's gradient in one kernel (pool1 + relu1 backward included), as training runs it
+  // on AVX-512 machines; elsewhere pool1 + relu1 backward and oneDNN's backward-weights.
+  if (ops::cpu::conv2d_relu_avg_pool_weight_grads(gp1, r1, 2, x, g, gw1, gb1)) {
+    add("conv1+pool1", "backward-w", conv1, 0,
+        [&] { ops::cpu::conv2d_relu_avg_pool_weight_grads(gp1, r1, 2, x, g, gw1, gb1); });
+  } else {
+    const Tensor gc1 = ops::cpu::relu_avg_pool_backward(gp1, r1, 2);
+    add("pool1+relu1", "backward", 0, bytes(r1) + bytes(gp1) / 2,
+        [&] { ops::cpu::relu_avg_pool_backward(gp1, r1, 2); });
+    add("conv1", "backward-w", conv1, 0, [&] { ops::cpu::conv2d_backward_weights(gc1, x, gw1, gb1, g); });
+  }
 
   print(rows, peak);
   double flops = 0;

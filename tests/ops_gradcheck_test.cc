@@ -297,6 +297,39 @@ TEST(GradCheck, Conv2dReluAvgPoolAwayFromTheKink) {
       block, {random_tensor({2, 2, 5, 6}, 40, 0.1f), random_tensor({3, 2, 3, 3}, 41, 0.1f), Tensor::full({3}, 5.0f)});
 }
 
+// A first layer (the input needs no gradient) with one input channel: on AVX-512 the
+// weight and bias gradients come from one kernel that never writes the convolution's own
+// gradient (Backend::conv2d_relu_avg_pool_weight_grads). Pooling 4 x 5 by 2 drops a column.
+TEST(GradCheck, Conv2dReluAvgPoolFirstLayerAwayFromTheKink) {
+  const OpFn block = [](const std::vector<Tensor>& in) { return ops::conv2d_relu_avg_pool2d(in[0], in[1], in[2], 2); };
+  expect_gradients_match(
+      block, {random_tensor({2, 1, 6, 7}, 42), random_tensor({5, 1, 3, 3}, 43, 0.1f), Tensor::full({5}, 5.0f)},
+      {false, true, true});
+}
+
+// The same first-layer gradients at LeNet's conv1 shape, with the ReLU cutting (which a
+// finite-difference check cannot step across), against the composed backward: pooling and
+// ReLU backward, then the convolution's. Only the order of the sums differs, so they agree
+// to float rounding of sums over 8 x 26 x 26 pixels.
+TEST(Conv2dReluAvgPool, FirstLayerGradientsMatchTheComposedBackward) {
+  const Tensor x = random_tensor({8, 1, 28, 28}, 50), w = random_tensor({20, 1, 3, 3}, 51);
+  const Tensor b = random_tensor({20}, 52), r = random_tensor({8, 20, 13, 13}, 53);
+  std::vector<float> grads[2][2];
+  for (bool fused : {false, true}) {
+    const Tensor wv = w.detach().set_requires_grad(true), bv = b.detach().set_requires_grad(true);
+    const Tensor y =
+        fused ? ops::conv2d_relu_avg_pool2d(x, wv, bv, 2) : ops::avg_pool2d(ops::conv2d_relu(x, wv, bv), 2, 2);
+    weighted_sum(y, r).backward();
+    grads[fused][0] = wv.grad().to_vector();
+    grads[fused][1] = bv.grad().to_vector();
+  }
+  for (int k = 0; k < 2; ++k) {
+    SCOPED_TRACE(k == 0 ? "grad weight" : "grad bias");
+    for (size_t i = 0; i < grads[0][k].size(); ++i)
+      EXPECT_NEAR(grads[1][k][i], grads[0][k][i], 1e-4f * std::max(1.0f, std::abs(grads[0][k][i]))) << "element " << i;
+  }
+}
+
 TEST(Conv2dReluAvgPool, RefusesAWindowLargerThanTheConvolutionsOutput) {
   try {
     ops::conv2d_relu_avg_pool2d(random_tensor({1, 1, 4, 4}, 1), random_tensor({2, 1, 3, 3}, 2), Tensor(), 3);

@@ -87,6 +87,17 @@ class Backend {
   virtual Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& pooling, const Tensor& relu_out,
                                         int pool) const;
 
+  // For that block's convolution when its input needs no gradient (a first layer): fills
+  // grad_weight and (when defined) grad_bias as conv2d_backward_weights would from
+  // relu_avg_pool_backward's result, without that result in memory. Returns false, writing
+  // nothing, where the backend has no such kernel for these shapes; the caller then
+  // composes the two.
+  virtual bool conv2d_relu_avg_pool_weight_grads(const Tensor& /*grad_pooled*/, const Tensor& /*relu_out*/,
+                                                 int /*pool*/, const Tensor& /*x*/, ConvGeometry /*geometry*/,
+                                                 const Tensor& /*grad_weight*/, const Tensor& /*grad_bias*/) const {
+    return false;
+  }
+
   virtual Tensor relu_forward(const Tensor& x) const = 0;
   // grad_out where x > 0, else 0 (x may be relu's input or its output: the same mask).
   virtual Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const = 0;

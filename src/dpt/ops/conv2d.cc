@@ -1,3 +1,5 @@
+#include <optional>
+
 #include "dpt/autograd/node.h"
 #include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
@@ -51,6 +53,20 @@ struct ConvBackward {
     }
     return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
   }
+
+  // For conv2d_relu_avg_pool2d: the gradients straight from the pooled gradient when x
+  // needs none and the backend has a kernel for it (Backend::conv2d_relu_avg_pool_weight_grads).
+  std::optional<std::vector<Tensor>> first_layer_grads(const Tensor& grad_pooled, const Tensor& relu_out,
+                                                       int pool) const {
+    if (need_x || !(need_w || need_b)) return std::nullopt;
+    const Tensor grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
+    const Tensor grad_b = has_bias ? Tensor::empty({weight.dim(0)}, DType::f32, weight.device()) : Tensor();
+    if (!backend_for(grad_pooled)
+             .conv2d_relu_avg_pool_weight_grads(grad_pooled, relu_out, pool, x, geometry, grad_w, grad_b)) {
+      return std::nullopt;
+    }
+    return std::vector<Tensor>{Tensor(), need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
+  }
 };
 
 // conv2d, or with `fuse_relu` conv2d_relu: one validation, one forward, one backward.
@@ -99,6 +115,7 @@ Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tenso
     autograd::record(out, op, {&x, &weight, &bias},
                      [backward = ConvBackward::of(x, weight, bias, geometry), pooling, relu_out = relu_out.detach(),
                       pool](const Tensor& grad_out) -> std::vector<Tensor> {
+                       if (const auto grads = backward.first_layer_grads(grad_out, relu_out, pool)) return *grads;
                        return backward(backend_for(grad_out).relu_avg_pool_backward(grad_out, pooling, relu_out, pool));
                      });
   }

@@ -17,6 +17,13 @@ dnnl::memory::desc channels_last(const Shape& shape) {
   return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, tag::nhwc);
 }
 
+// Our single-channel kernels (single_channel_conv.cc) replace oneDNN's for shapes they fit,
+// where the activations are channels-last (AVX-512), in fp32.
+bool runs_single_channel_kernel(const Shape& x, const Shape& weight, ConvGeometry g) {
+  return single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc &&
+         conv_precision() == ConvPrecision::fp32;
+}
+
 // The layouts tensors have between ops.
 struct PlainDescs {
   dnnl::memory::desc x, weight, bias, out;
@@ -91,8 +98,7 @@ const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const 
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g, const Shape& out_shape,
                       bool fuse_relu) {
   const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
-  if (single_channel_conv_fits(x.shape(), weight.shape(), g) && conv_activation_tag(1, weight.dim(0)) == tag::nhwc &&
-      conv_precision() == ConvPrecision::fp32) {
+  if (runs_single_channel_kernel(x.shape(), weight.shape(), g)) {
     const LaidOutTensor out = output_in_layout(out_shape, plain.out, channels_last(out_shape));
     single_channel_conv_forward(x.data<float>(), x.shape(), weight.data<float>(), weight.shape(),
                                 bias.defined() ? bias.data<float>() : nullptr, fuse_relu,
@@ -138,6 +144,22 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
                  {DNNL_ARG_DIFF_SRC, grad_x.memory}});
   stream().wait();
   return grad_x.tensor;
+}
+
+bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
+                                       ConvGeometry g, const Tensor& grad_weight, const Tensor& grad_bias) {
+  if (!runs_single_channel_kernel(x.shape(), grad_weight.shape(), g)) return false;
+  Tensor y_scratch, dp_scratch;
+  const dnnl::memory y =
+      input_in_layout(relu_out, plain_desc(relu_out.shape(), tag::nchw), channels_last(relu_out.shape()), y_scratch);
+  const dnnl::memory dp = input_in_layout(grad_pooled, plain_desc(grad_pooled.shape(), tag::nchw),
+                                          channels_last(grad_pooled.shape()), dp_scratch);
+  stream().wait();
+  single_channel_conv_relu_avg_pool_weight_grads(
+      x.data<float>(), x.shape(), static_cast<const float*>(y.get_data_handle()),
+      static_cast<const float*>(dp.get_data_handle()), grad_pooled.shape(), pool, grad_weight.data<float>(),
+      grad_weight.shape(), grad_bias.defined() ? grad_bias.data<float>() : nullptr);
+  return true;
 }
 
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,

@@ -30,6 +30,11 @@ class CpuBackend final : public Backend {
                                 int pool) const override {
     return cpu::relu_avg_pool_backward(grad_pooled, relu_out, pool);
   }
+  bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
+                                         ConvGeometry geometry, const Tensor& grad_weight,
+                                         const Tensor& grad_bias) const override {
+    return cpu::conv2d_relu_avg_pool_weight_grads(grad_pooled, relu_out, pool, x, geometry, grad_weight, grad_bias);
+  }
   Tensor global_avg_pool2d_forward(const Tensor& x) const override { return cpu::global_avg_pool2d_forward(x); }
   Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
     return cpu::global_avg_pool2d_backward(grad_out, x_shape);

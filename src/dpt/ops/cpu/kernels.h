@@ -59,6 +59,16 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
 bool single_channel_conv_fits(const Shape& x, const Shape& weight, ConvGeometry geometry);
 void single_channel_conv_forward(const float* x, const Shape& x_shape, const float* weight, const Shape& weight_shape,
                                  const float* bias, bool relu, float* out_channels_last);
+// Its weight and bias gradients (grad_bias may be null) when a ReLU and an average pooling
+// follow it, from the pooled gradient: see Backend::conv2d_relu_avg_pool_weight_grads.
+void single_channel_conv_relu_avg_pool_weight_grads(const float* x, const Shape& x_shape,
+                                                    const float* relu_out_channels_last,
+                                                    const float* grad_pooled_channels_last, const Shape& pooled_shape,
+                                                    int pool, float* grad_weight, const Shape& weight_shape,
+                                                    float* grad_bias);
+// Backend::conv2d_relu_avg_pool_weight_grads: false where the kernel above does not apply.
+bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
+                                       ConvGeometry geometry, const Tensor& grad_weight, const Tensor& grad_bias);
 
 // Per-channel sums of a channels-last [pixels, channels] array (channel_sums.cc).
 void sum_channels_last(const float* data, int64_t pixels, int64_t channels, float* sums);
