@@ -25,6 +25,10 @@ Tensor Conv2d::forward(const Tensor& x) {
   return ops::conv2d(x, param(0), has_bias_ ? param(1) : Tensor(), stride_, padding_);
 }
 
+Tensor Conv2d::forward_relu_avg_pool(const Tensor& x, int pool) {
+  return ops::conv2d_relu_avg_pool2d(x, param(0), has_bias_ ? param(1) : Tensor(), pool, stride_, padding_);
+}
+
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias) : has_bias_(bias) {
   register_parameter("weight", lesson_weight({out_features, in_features}));
   if (bias) register_parameter("bias", Tensor::zeros({out_features}));
@@ -56,7 +60,21 @@ Sequential& Sequential::add(std::string name, std::unique_ptr<Module> layer) {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (size_t i = 0; i < num_children(); ++i) h = child(i).forward(h);
+  for (size_t i = 0; i < num_children(); ++i) {
+    // Conv2d, ReLU, then AvgPool2d with window == step (LeNet's blocks) run as the one op
+    // ops::conv2d_relu_avg_pool2d: the same values, one pass less each way, and for a first
+    // layer the weight gradients from one kernel; the from-scratch LeNet does the same.
+    if (i + 2 < num_children()) {
+      auto* conv = dynamic_cast<Conv2d*>(&child(i));
+      const auto* pool = dynamic_cast<const AvgPool2d*>(&child(i + 2));
+      if (conv && pool && dynamic_cast<const ReLU*>(&child(i + 1)) && pool->kernel() == pool->stride()) {
+        h = conv->forward_relu_avg_pool(h, pool->kernel());
+        i += 2;
+        continue;
+      }
+    }
+    h = child(i).forward(h);
+  }
   return h;
 }
 

@@ -15,6 +15,8 @@ class Conv2d : public Cloneable<Conv2d> {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  // avg_pool2d(relu(forward(x)), pool, pool) as one op (Sequential fuses such triples).
+  Tensor forward_relu_avg_pool(const Tensor& x, int pool);
 
  private:
   int stride_, padding_;
@@ -50,6 +52,8 @@ class AvgPool2d : public Cloneable<AvgPool2d> {
  public:
   AvgPool2d(int kernel, int stride) : kernel_(kernel), stride_(stride) {}
   Tensor forward(const Tensor& x) override;
+  int kernel() const { return kernel_; }
+  int stride() const { return stride_; }
 
  private:
   int kernel_, stride_;
@@ -83,6 +87,8 @@ class Sequential : public Cloneable<Sequential> {
   Sequential& add(std::string name, Args&&... args) {
     return add(std::move(name), std::make_unique<Layer>(std::forward<Args>(args)...));
   }
+  // Runs the layers in order; a Conv2d followed by a ReLU and an AvgPool2d whose window
+  // equals its step runs as one op (see Conv2d::forward_relu_avg_pool).
   Tensor forward(const Tensor& x) override;
 };
 
