@@ -25,6 +25,7 @@
 //  transposed gradient and even a uniform 1% scale error fail the check.
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -328,6 +329,26 @@ TEST(Conv2dReluAvgPool, FirstLayerGradientsMatchTheComposedBackward) {
     for (size_t i = 0; i < grads[0][k].size(); ++i)
       EXPECT_NEAR(grads[1][k][i], grads[0][k][i], 1e-4f * std::max(1.0f, std::abs(grads[0][k][i]))) << "element " << i;
   }
+}
+
+// The CPU kernels split the images over a device's OpenMP threads; the first-layer weight
+// gradients add per-image partial sums in image order, so cpu:1 with 1 or 2 threads (and
+// a resumed run) gets the same bits.
+TEST(Conv2dReluAvgPool, FirstLayerGradientsDoNotDependOnTheThreadCount) {
+  const Tensor x = random_tensor({6, 1, 28, 28}, 60), w = random_tensor({20, 1, 3, 3}, 61);
+  const Tensor b = random_tensor({20}, 62), r = random_tensor({6, 20, 13, 13}, 63);
+  std::vector<float> results[2];
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    const Tensor wv = w.detach().set_requires_grad(true), bv = b.detach().set_requires_grad(true);
+    weighted_sum(ops::conv2d_relu_avg_pool2d(x, wv, bv, 2), r).backward();
+    results[threads - 1] = wv.grad().to_vector();
+    const std::vector<float> bias = bv.grad().to_vector();
+    results[threads - 1].insert(results[threads - 1].end(), bias.begin(), bias.end());
+  }
+  omp_set_num_threads(threads_before);
+  EXPECT_EQ(results[1], results[0]);
 }
 
 TEST(Conv2dReluAvgPool, RefusesAWindowLargerThanTheConvolutionsOutput) {

@@ -51,25 +51,30 @@ Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out,
   auto* dz = static_cast<float*>(grad_z.memory.get_data_handle());
 
   // One row of the pooled gradient spread over its windows: shared by the `pool` rows of
-  // each window. Columns the pooling dropped stay 0.
+  // each window. Columns the pooling dropped stay 0. The images are split over the device's
+  // OpenMP threads, as its oneDNN primitives split their work.
   const int64_t row = width * channels;
   const float area = static_cast<float>(pool * pool);
-  std::vector<float> spread(static_cast<size_t>(row), 0.0f);
-  for (int64_t n = 0; n < images; ++n) {
-    for (int64_t h = 0; h < height; ++h) {
-      float* out = dz + (n * height + h) * row;
-      if (h / pool >= pooled_h) {  // a row the pooling dropped
-        std::memset(out, 0, static_cast<size_t>(row) * sizeof(float));
-        continue;
+#pragma omp parallel
+  {
+    std::vector<float> spread(static_cast<size_t>(row), 0.0f);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < images; ++n) {
+      for (int64_t h = 0; h < height; ++h) {
+        float* out = dz + (n * height + h) * row;
+        if (h / pool >= pooled_h) {  // a row the pooling dropped
+          std::memset(out, 0, static_cast<size_t>(row) * sizeof(float));
+          continue;
+        }
+        if (h % pool == 0) {
+          const float* pooled_row = dp + (n * pooled_h + h / pool) * pooled_w * channels;
+          for (int64_t pw = 0; pw < pooled_w; ++pw)
+            for (int64_t k = 0; k < pool; ++k)
+              for (int64_t c = 0; c < channels; ++c)
+                spread[static_cast<size_t>((pw * pool + k) * channels + c)] = pooled_row[pw * channels + c] / area;
+        }
+        mask_by_relu(y + (n * height + h) * row, spread.data(), out, row);
       }
-      if (h % pool == 0) {
-        const float* pooled_row = dp + (n * pooled_h + h / pool) * pooled_w * channels;
-        for (int64_t pw = 0; pw < pooled_w; ++pw)
-          for (int64_t k = 0; k < pool; ++k)
-            for (int64_t c = 0; c < channels; ++c)
-              spread[static_cast<size_t>((pw * pool + k) * channels + c)] = pooled_row[pw * channels + c] / area;
-      }
-      mask_by_relu(y + (n * height + h) * row, spread.data(), out, row);
     }
   }
   return grad_z.tensor;
