@@ -125,7 +125,8 @@ void add_train_flags(CLI::App& train, Flags& f) {
   train
       .add_option("--precision", f.precision,
                   "Convolution arithmetic: fp32, or bf16 (operands rounded to bfloat16, fp32 accumulation and "
-                  "outputs; needs a CPU with avx512_bf16). Resume with the precision the run started with.")
+                  "outputs; needs a CPU with avx512_bf16; single-channel convolutions stay fp32). Resume with the "
+                  "precision the run started with.")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   train

@@ -4,6 +4,9 @@
 // multiplies them with fp32 accumulation into fp32 outputs: CPUs with avx512_bf16 run
 // those products twice as fast. Parameters, gradients, activations between ops and the
 // SGD update stay fp32; only the convolutions' products are rounded (8 significant bits).
+// Convolutions of a single-channel input (LeNet's conv1) stay fp32 on CPUs with our own
+// kernels for them (ops/cpu/single_channel_conv.cc): with 9 products per output they are
+// bound by memory, not by the multiplies, and run faster in those kernels than in bf16.
 #pragma once
 
 #include <string>

@@ -18,10 +18,10 @@ dnnl::memory::desc channels_last(const Shape& shape) {
 }
 
 // Our single-channel kernels (single_channel_conv.cc) replace oneDNN's for shapes they fit,
-// where the activations are channels-last (AVX-512), in fp32.
+// where the activations are channels-last (AVX-512), in fp32 also under --precision bf16
+// (see ops/precision.h).
 bool runs_single_channel_kernel(const Shape& x, const Shape& weight, ConvGeometry g) {
-  return single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc &&
-         conv_precision() == ConvPrecision::fp32;
+  return single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc;
 }
 
 // The layouts tensors have between ops.
