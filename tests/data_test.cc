@@ -437,8 +437,8 @@ TEST(BatchLoader, ScalesPixelsToUnitRangeAndKeepsLabels) {
   EXPECT_FALSE(loader.next(batch));
 }
 
-// The loader scales 16 pixels at a time with a vector division and the rest one by one:
-// every byte value, in either path, must give exactly the float that v / 255.0f gives.
+// Every byte value, in images whose size is and is not a multiple of 16 (a vectorizing
+// compiler's block), gives exactly the float that v / 255.0f gives.
 TEST(BatchLoader, ScalesEveryByteValueExactlyAsAScalarDivision) {
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{16, 16}, {3, 7}}) {
     Dataset data;
