@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "dpt/core/cpu_features.h"
 #include "dpt/ops/cpu/kernels.h"
 
 namespace dpt::ops::cpu {
@@ -18,8 +19,7 @@ namespace {
 using Vec16 = float __attribute__((vector_size(64)));
 
 // Adds `blocks` consecutive blocks of `lanes` floats (a multiple of 16) into acc.
-__attribute__((target_clones("avx512f", "default"))) void add_blocks(const float* in, int64_t blocks, int64_t lanes,
-                                                                     float* acc) {
+DPT_INLINE_BODY void add_blocks_body(const float* in, int64_t blocks, int64_t lanes, float* acc) {
   const int64_t vectors = lanes / 16;
   for (int64_t b = 0; b < blocks; ++b, in += lanes) {
     for (int64_t v = 0; v < vectors; ++v) {
@@ -30,6 +30,15 @@ __attribute__((target_clones("avx512f", "default"))) void add_blocks(const float
       std::memcpy(acc + 16 * v, &a, sizeof a);
     }
   }
+}
+DPT_AVX512_VARIANT void add_blocks_avx512(const float* in, int64_t blocks, int64_t lanes, float* acc) {
+  add_blocks_body(in, blocks, lanes, acc);
+}
+void add_blocks_portable(const float* in, int64_t blocks, int64_t lanes, float* acc) {
+  add_blocks_body(in, blocks, lanes, acc);
+}
+void add_blocks(const float* in, int64_t blocks, int64_t lanes, float* acc) {
+  cpu_has_avx512f() ? add_blocks_avx512(in, blocks, lanes, acc) : add_blocks_portable(in, blocks, lanes, acc);
 }
 
 // Blocks between flushes of the float partial sums into the double totals: each partial

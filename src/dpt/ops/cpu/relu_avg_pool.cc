@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dpt/core/cpu_features.h"
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
@@ -16,8 +17,7 @@ namespace {
 using Vec16 = float __attribute__((vector_size(64)));
 
 // out[i] = relu_out[i] > 0 ? spread[i] : 0, as oneDNN's ReLU backward masks.
-__attribute__((target_clones("avx512f", "default"))) void mask_by_relu(const float* relu_out, const float* spread,
-                                                                       float* out, int64_t n) {
+DPT_INLINE_BODY void mask_by_relu_body(const float* relu_out, const float* spread, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     Vec16 y, s;
@@ -27,6 +27,15 @@ __attribute__((target_clones("avx512f", "default"))) void mask_by_relu(const flo
     std::memcpy(out + i, &masked, sizeof masked);
   }
   for (; i < n; ++i) out[i] = relu_out[i] > 0.0f ? spread[i] : 0.0f;
+}
+DPT_AVX512_VARIANT void mask_by_relu_avx512(const float* relu_out, const float* spread, float* out, int64_t n) {
+  mask_by_relu_body(relu_out, spread, out, n);
+}
+void mask_by_relu_portable(const float* relu_out, const float* spread, float* out, int64_t n) {
+  mask_by_relu_body(relu_out, spread, out, n);
+}
+void mask_by_relu(const float* relu_out, const float* spread, float* out, int64_t n) {
+  cpu_has_avx512f() ? mask_by_relu_avx512(relu_out, spread, out, n) : mask_by_relu_portable(relu_out, spread, out, n);
 }
 
 dnnl::memory::desc channels_last(const Shape& shape) {
