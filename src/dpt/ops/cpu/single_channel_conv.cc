@@ -5,8 +5,11 @@
 // input channel its kernels have 9 multiply-adds per output value to spread over 16-lane
 // registers of 20 channels. Here each output pixel keeps its <= 32 channels in two
 // registers: per tap, one broadcast of the input pixel and two FMAs with the tap's weights,
-// which stay in registers for the whole image. Used where the activation layout is
-// channels-last (AVX-512 machines) and the precision is fp32; elsewhere oneDNN runs.
+// which stay in registers for the whole image. The backward of such a first layer (its
+// input needs no gradient) followed by ReLU and average pooling is one kernel of the same
+// shape: weight and bias gradients straight from the pooled gradient. Used where the
+// activation layout is channels-last (AVX-512 machines), in fp32 also under --precision
+// bf16 (see ops/precision.h); elsewhere oneDNN runs.
 #include <immintrin.h>
 
 #include <cstring>
