@@ -13,10 +13,6 @@ using dnnl::convolution_backward_data;
 using dnnl::convolution_backward_weights;
 using dnnl::convolution_forward;
 
-dnnl::memory::desc channels_last(const Shape& shape) {
-  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, tag::nhwc);
-}
-
 // Our single-channel kernels (single_channel_conv.cc) replace oneDNN's for shapes they fit,
 // where the activations are channels-last (AVX-512), in fp32 also under --precision bf16
 // (see ops/precision.h).
@@ -56,12 +52,10 @@ PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out, Pass
 // channels-last (a gradient in another layout is reordered first), so its bits do not
 // depend on the layout the gradient arrived in: conv2d_relu's bias gradient equals that of
 // relu(conv2d(...)) exactly. See channel_sums.cc for why this is not oneDNN's.
-void bias_gradient(const Tensor& grad, const dnnl::memory::desc& plain, const Tensor& sums) {
+void bias_gradient(const Tensor& grad, const Tensor& sums) {
   Tensor scratch;
-  const dnnl::memory memory = input_in_layout(grad, plain, channels_last(grad.shape()), scratch);
-  stream().wait();
-  sum_channels_last(static_cast<const float*>(memory.get_data_handle()), grad.dim(0) * grad.dim(2) * grad.dim(3),
-                    grad.dim(1), sums.data<float>());
+  sum_channels_last(channels_last_data(grad, scratch), grad.dim(0) * grad.dim(2) * grad.dim(3), grad.dim(1),
+                    sums.data<float>());
 }
 
 struct ConvForward {
@@ -99,7 +93,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                       bool fuse_relu) {
   const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
   if (runs_single_channel_kernel(x.shape(), weight.shape(), g)) {
-    const LaidOutTensor out = output_in_layout(out_shape, plain.out, channels_last(out_shape));
+    const LaidOutTensor out = output_in_layout(out_shape, plain.out, channels_last_desc(out_shape));
     single_channel_conv_forward(x.data<float>(), x.shape(), weight.data<float>(), weight.shape(),
                                 bias.defined() ? bias.data<float>() : nullptr, fuse_relu,
                                 static_cast<float*>(out.memory.get_data_handle()));
@@ -150,15 +144,10 @@ bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& 
                                        ConvGeometry g, const Tensor& grad_weight, const Tensor& grad_bias) {
   if (!runs_single_channel_kernel(x.shape(), grad_weight.shape(), g)) return false;
   Tensor y_scratch, dp_scratch;
-  const dnnl::memory y =
-      input_in_layout(relu_out, plain_desc(relu_out.shape(), tag::nchw), channels_last(relu_out.shape()), y_scratch);
-  const dnnl::memory dp = input_in_layout(grad_pooled, plain_desc(grad_pooled.shape(), tag::nchw),
-                                          channels_last(grad_pooled.shape()), dp_scratch);
-  stream().wait();
-  single_channel_conv_relu_avg_pool_weight_grads(
-      x.data<float>(), x.shape(), static_cast<const float*>(y.get_data_handle()),
-      static_cast<const float*>(dp.get_data_handle()), grad_pooled.shape(), pool, grad_weight.data<float>(),
-      grad_weight.shape(), grad_bias.defined() ? grad_bias.data<float>() : nullptr);
+  single_channel_conv_relu_avg_pool_weight_grads(x.data<float>(), x.shape(), channels_last_data(relu_out, y_scratch),
+                                                 channels_last_data(grad_pooled, dp_scratch), grad_pooled.shape(), pool,
+                                                 grad_weight.data<float>(), grad_weight.shape(),
+                                                 grad_bias.defined() ? grad_bias.data<float>() : nullptr);
   return true;
 }
 
@@ -169,7 +158,7 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
     convolution_backward_weights primitive;
   };
   const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
-  if (grad_bias.defined()) bias_gradient(grad_out, plain.out, grad_bias);
+  if (grad_bias.defined()) bias_gradient(grad_out, grad_bias);
   const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), g.stride,
                                     g.padding, static_cast<int>(conv_precision()));
   auto& prim = cached<Primitive>(key, [&] {

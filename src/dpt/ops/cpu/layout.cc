@@ -117,6 +117,17 @@ dnnl::memory::format_tag conv_activation_tag(int64_t in_channels, int64_t out_ch
   return has_avx512() && partly_empty_block ? dnnl::memory::format_tag::nhwc : dnnl::memory::format_tag::any;
 }
 
+dnnl::memory::desc channels_last_desc(const Shape& shape) {
+  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
+}
+
+const float* channels_last_data(const Tensor& tensor, Tensor& scratch) {
+  const dnnl::memory memory = input_in_layout(tensor, plain_desc(tensor.shape(), dnnl::memory::format_tag::nchw),
+                                              channels_last_desc(tensor.shape()), scratch);
+  stream().wait();
+  return static_cast<const float*>(memory.get_data_handle());
+}
+
 bool is_channels_last(const dnnl::memory::desc& desc) {
   return desc.dims().size() == 4 &&
          desc == dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::nhwc);

@@ -56,4 +56,10 @@ dnnl::memory::format_tag conv_activation_tag(int64_t in_channels, int64_t out_ch
 // True when `desc` is the channels-last (nhwc) layout of its own dims.
 bool is_channels_last(const dnnl::memory::desc& desc);
 
+// The f32 channels-last (nhwc) layout of a 4-D shape: what our own kernels read and write.
+dnnl::memory::desc channels_last_desc(const Shape& shape);
+// A 4-D f32 tensor's values channels-last, for our own kernels to read: its own storage
+// when it is already nhwc, else a reordered copy in `scratch` (the reorder has finished).
+const float* channels_last_data(const Tensor& tensor, Tensor& scratch);
+
 }  // namespace dpt::ops::cpu

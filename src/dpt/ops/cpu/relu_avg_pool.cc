@@ -37,26 +37,17 @@ void mask_by_relu_portable(const float* relu_out, const float* spread, float* ou
 void mask_by_relu(const float* relu_out, const float* spread, float* out, int64_t n) {
   cpu_has_avx512f() ? mask_by_relu_avx512(relu_out, spread, out, n) : mask_by_relu_portable(relu_out, spread, out, n);
 }
-
-dnnl::memory::desc channels_last(const Shape& shape) {
-  return dnnl::memory::desc(to_dims(shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
-}
 }  // namespace
 
 Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out, int pool) {
   const int64_t images = relu_out.dim(0), channels = relu_out.dim(1), height = relu_out.dim(2), width = relu_out.dim(3);
   const int64_t pooled_h = grad_pooled.dim(2), pooled_w = grad_pooled.dim(3);
   Tensor y_scratch, dp_scratch;
-  const dnnl::memory y_memory = input_in_layout(relu_out, plain_desc(relu_out.shape(), dnnl::memory::format_tag::nchw),
-                                                channels_last(relu_out.shape()), y_scratch);
-  const dnnl::memory dp_memory =
-      input_in_layout(grad_pooled, plain_desc(grad_pooled.shape(), dnnl::memory::format_tag::nchw),
-                      channels_last(grad_pooled.shape()), dp_scratch);
-  const LaidOutTensor grad_z = output_in_layout(
-      relu_out.shape(), plain_desc(relu_out.shape(), dnnl::memory::format_tag::nchw), channels_last(relu_out.shape()));
-  stream().wait();
-  const auto* y = static_cast<const float*>(y_memory.get_data_handle());
-  const auto* dp = static_cast<const float*>(dp_memory.get_data_handle());
+  const float* y = channels_last_data(relu_out, y_scratch);
+  const float* dp = channels_last_data(grad_pooled, dp_scratch);
+  const LaidOutTensor grad_z =
+      output_in_layout(relu_out.shape(), plain_desc(relu_out.shape(), dnnl::memory::format_tag::nchw),
+                       channels_last_desc(relu_out.shape()));
   auto* dz = static_cast<float*>(grad_z.memory.get_data_handle());
 
   // One row of the pooled gradient spread over its windows: shared by the `pool` rows of
