@@ -147,7 +147,10 @@ int main(int argc, char** argv) {
   constexpr bool kFusedRelu = true;
   const Tensor r1 = ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}, kFusedRelu);
   const auto p1 = ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
-  const Tensor r2 = ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9}, kFusedRelu);
+  // pool2 keeps 8 x 8 of conv2's 9 x 9 outputs, which read 12 x 12 of pool1's 13 x 13:
+  // conv2d_relu_avg_pool2d convolves that corner only (a copy of it, `c1`).
+  const Tensor c1 = ops::cpu::crop_corner(p1.out, 12, 12);
+  const Tensor r2 = ops::cpu::conv2d_forward(c1, p[2], p[3], g, {batch, 50, 8, 8}, kFusedRelu);
   const auto p2 = ops::cpu::pool2d_forward(r2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 4, 4});
   Tensor f2 = Tensor::empty({batch, 800});  // flatten: the plain form of pool2's output
   f2.copy_from(p2.out);
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
   const Tensor r3 = ops::cpu::relu_forward(l3);
   const Tensor l4 = ops::cpu::linear_forward(r3, p[6], p[7]);
 
-  const double conv1 = 2 * B * 20 * 26 * 26 * 1 * 9 / 1e9, conv2 = 2 * B * 50 * 9 * 9 * 20 * 25 / 1e9;
+  const double conv1 = 2 * B * 20 * 26 * 26 * 1 * 9 / 1e9, conv2 = 2 * B * 50 * 8 * 8 * 20 * 25 / 1e9;
   const double fc3 = 2 * B * 800 * 128 / 1e9, fc4 = 2 * B * 128 * 10 / 1e9;
   const auto bytes = [&](const Tensor& t) { return 2.0 * static_cast<double>(t.bytes()) / 1e9; };  // read + write
 
@@ -165,8 +168,9 @@ int main(int argc, char** argv) {
   add("pool1", "forward", 0, bytes(r1), [&] {
     ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
   });
+  add("crop1", "forward", 0, bytes(c1), [&] { ops::cpu::crop_corner(p1.out, 12, 12); });
   add("conv2+relu", "forward", conv2, 0, [&] {
-    ops::cpu::conv2d_forward(p1.out, p[2], p[3], g, {batch, 50, 9, 9}, kFusedRelu);
+    ops::cpu::conv2d_forward(c1, p[2], p[3], g, {batch, 50, 8, 8}, kFusedRelu);
   });
   add("pool2", "forward", 0, bytes(r2), [&] {
     ops::cpu::pool2d_forward(r2, ops::cpu::PoolKind::avg, 2, 2, {batch, 50, 4, 4});
@@ -187,7 +191,8 @@ int main(int argc, char** argv) {
   // The pooling's and the ReLU's backward in one pass, masked by the output, as
   // conv2d_relu_avg_pool2d does.
   const Tensor gc2 = ops::cpu::relu_avg_pool_backward(gp2, r2, 2);
-  const Tensor gp1 = ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g);
+  const Tensor gc1_cropped = ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 12, 12}, g);
+  const Tensor gp1 = ops::cpu::pad_corner(gc1_cropped, {batch, 20, 13, 13});
 
   add("fc4", "backward-x", fc4, 0, [&] { ops::cpu::linear_backward_data(gl4, p[6], {batch, 128}); });
   add("fc4", "backward-w", fc4, 0, [&] { ops::cpu::linear_backward_weights(gl4, r3, gw4, gb4); });
@@ -195,8 +200,9 @@ int main(int argc, char** argv) {
   add("fc3", "backward-w", fc3, 0, [&] { ops::cpu::linear_backward_weights(gl3, f2, gw3, gb3); });
   // Reads the ReLU's output and the pooled gradient, writes the convolution's gradient.
   add("pool2+relu2", "backward", 0, bytes(r2) + bytes(gp2) / 2, [&] { ops::cpu::relu_avg_pool_backward(gp2, r2, 2); });
-  add("conv2", "backward-x", conv2, 0, [&] { ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 13, 13}, g); });
-  add("conv2", "backward-w", conv2, 0, [&] { ops::cpu::conv2d_backward_weights(gc2, p1.out, gw2, gb2, g); });
+  add("conv2", "backward-x", conv2, 0, [&] { ops::cpu::conv2d_backward_data(gc2, p[2], {batch, 20, 12, 12}, g); });
+  add("crop1", "backward", 0, bytes(gp1), [&] { ops::cpu::pad_corner(gc1_cropped, {batch, 20, 13, 13}); });
+  add("conv2", "backward-w", conv2, 0, [&] { ops::cpu::conv2d_backward_weights(gc2, c1, gw2, gb2, g); });
   // conv1's input needs no gradient: its weight and bias gradients come straight from
   // pool1's gradient in one kernel (pool1 + relu1 backward included), as training runs it
   // on AVX-512 machines; elsewhere pool1 + relu1 backward and oneDNN's backward-weights.

@@ -38,10 +38,36 @@ TEST_P(SumChannelsLast, EqualsTheSumOfEveryPixelsChannel) {
     EXPECT_EQ(sums[static_cast<size_t>(c)], static_cast<float>(expected[static_cast<size_t>(c)])) << "channel " << c;
 }
 
-// LeNet's conv1 (20 channels: blocks of 80 floats) and conv2 (50: blocks of 400) at the
-// pixel counts of a 128-image shard; channel counts that fill 16-float vectors exactly, or
-// need blocks of 2032 floats (127), or none fit the block limit (4099); pixel counts that
-// leave a tail of whole pixels after the blocks, and inputs shorter than one block.
+// Pixels of zeros change no bit of the sums, wherever they sit: conv2d_relu_avg_pool2d
+// relies on it when it skips the outputs its pooling drops (their gradients are 0). The
+// values here are not integers, so a sum that grouped them differently once zeros moved
+// them (as blocks of lcm(C, 16) floats did) would round differently.
+TEST(SumChannelsLast, ZeroPixelsChangeNoBit) {
+  const int64_t channels = 50, kept = 8, full = 9, images = 3;  // LeNet's conv2: 9 x 9, of which 8 x 8 are pooled
+  std::vector<float> cropped, padded;
+  uint64_t state = 12345;
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t h = 0; h < full; ++h) {
+      for (int64_t w = 0; w < full; ++w) {
+        const bool kept_pixel = h < kept && w < kept;
+        for (int64_t c = 0; c < channels; ++c) {
+          state = state * 6364136223846793005ull + 1442695040888963407ull;
+          const float value = static_cast<float>(static_cast<int64_t>(state >> 40) - (1 << 23)) / 3.0e5f;
+          padded.push_back(kept_pixel ? value : 0.0f);
+          if (kept_pixel) cropped.push_back(value);
+        }
+      }
+    }
+  }
+  std::vector<float> from_cropped(channels), from_padded(channels);
+  ops::cpu::sum_channels_last(cropped.data(), images * kept * kept, channels, from_cropped.data());
+  ops::cpu::sum_channels_last(padded.data(), images * full * full, channels, from_padded.data());
+  EXPECT_EQ(from_cropped, from_padded);
+}
+
+// LeNet's conv1 (20 channels) and conv2 (50) at the pixel counts of a 128-image shard;
+// channel counts that fill 8-double vectors exactly or leave a remainder, many channels
+// (4099), one channel, one pixel and none.
 INSTANTIATE_TEST_SUITE_P(Shapes, SumChannelsLast,
                          testing::Values(ChannelsLastCase{128 * 26 * 26, 20}, ChannelsLastCase{128 * 9 * 9, 50},
                                          ChannelsLastCase{1000, 16}, ChannelsLastCase{333, 64},

@@ -256,8 +256,9 @@ TEST(Conv2dRelu, FusedEqualsReluOfConv2dBitForBit) {
 
 // conv2d_relu_avg_pool2d must be avg_pool2d(conv2d_relu(...)) exactly, forward and for
 // every input's gradient: LeNet's two blocks (the second pools 9 -> 4, dropping a row and a
-// column), a strided and padded convolution, a 16-channel (blocked) one pooled 3 x 3 (a
-// divisor that is not a power of two), and pool 1 (no pooling at all).
+// column, so the fused op convolves 12 x 12 of its 13 x 13 input), a strided and padded
+// convolution, a 16-channel (blocked) one pooled 3 x 3 (a divisor that is not a power of
+// two), pool 1 (no pooling at all), and two more crops.
 TEST(Conv2dReluAvgPool, EqualsAvgPoolOfConv2dReluBitForBit) {
   struct Case {
     Shape x, w;
@@ -267,7 +268,11 @@ TEST(Conv2dReluAvgPool, EqualsAvgPoolOfConv2dReluBitForBit) {
                                 {{4, 20, 13, 13}, {50, 20, 5, 5}, 1, 0, 2},
                                 {{2, 3, 7, 6}, {5, 3, 3, 3}, 2, 1, 2},
                                 {{2, 16, 10, 11}, {16, 16, 3, 3}, 1, 1, 3},
-                                {{3, 2, 5, 5}, {4, 2, 2, 2}, 1, 0, 1}};
+                                {{3, 2, 5, 5}, {4, 2, 2, 2}, 1, 0, 1},
+                                // The pooling drops a row and a column (2 from 11 x 12 by stride 2, 1 from 8 x 9):
+                                // the fused op convolves only the input corner the kept outputs read.
+                                {{2, 3, 11, 12}, {4, 3, 3, 3}, 2, 0, 2},
+                                {{2, 4, 8, 9}, {6, 4, 3, 3}, 1, 0, 2}};
   uint64_t seed = 300;
   for (const Case& c : cases) {
     SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w) + " pool " + std::to_string(c.pool));

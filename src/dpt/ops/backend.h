@@ -98,6 +98,14 @@ class Backend {
     return false;
   }
 
+  // The top-left h x w corner of every plane of x [N, C, H, W], for a convolution whose last
+  // rows or columns of output a pooling drops (see conv2d_relu_avg_pool2d). An undefined
+  // tensor where the backend has no such copy; the caller then convolves all of x.
+  virtual Tensor crop_corner(const Tensor& /*x*/, int64_t /*h*/, int64_t /*w*/) const { return Tensor(); }
+  // crop_corner's backward: grad [N, C, h, w] in the top-left corner of zeros of x_shape.
+  // Called only where crop_corner returned a tensor.
+  virtual Tensor pad_corner(const Tensor& grad, const Shape& x_shape) const;
+
   virtual Tensor relu_forward(const Tensor& x) const = 0;
   // grad_out where x > 0, else 0 (x may be relu's input or its output: the same mask).
   virtual Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const = 0;

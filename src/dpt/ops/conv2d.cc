@@ -69,6 +69,19 @@ struct ConvBackward {
   }
 };
 
+// The top-left h x w corner of x's planes, with its gradient (the corner's gradient in a
+// plane of zeros); x itself where the backend has no crop.
+Tensor crop_corner(const Tensor& x, int64_t h, int64_t w) {
+  Tensor out = backend_for(x).crop_corner(x, h, w);
+  if (!out.defined()) return x;
+  if (autograd::should_record({&x})) {
+    autograd::record(out, "crop_corner", {&x}, [x_shape = x.shape()](const Tensor& grad) -> std::vector<Tensor> {
+      return {backend_for(grad).pad_corner(grad, x_shape)};
+    });
+  }
+  return out;
+}
+
 // conv2d, or with `fuse_relu` conv2d_relu: one validation, one forward, one backward.
 Tensor convolution(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride, int padding, bool fuse_relu) {
   const std::string op = fuse_relu ? "conv2d_relu" : "conv2d";
@@ -99,21 +112,31 @@ Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, in
 Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int pool, int stride,
                               int padding) {
   const std::string op = "conv2d_relu_avg_pool2d";
-  const Shape conv_shape = checked_output_shape(op, x, weight, bias, stride, padding);
+  Shape conv_shape = checked_output_shape(op, x, weight, bias, stride, padding);
   require(pool >= 1, op, "pool must be >= 1");
   require(conv_shape[2] >= pool && conv_shape[3] >= pool, op,
           "window " + std::to_string(pool) + " is larger than the convolution's output " + shape_str(conv_shape));
-  const Shape out_shape{conv_shape[0], conv_shape[1], (conv_shape[2] - pool) / pool + 1,
-                        (conv_shape[3] - pool) / pool + 1};
+  const Shape out_shape{conv_shape[0], conv_shape[1], conv_shape[2] / pool, conv_shape[3] / pool};
+  // The pooling drops the convolution's last rows or columns where `pool` does not divide
+  // them (LeNet's conv2: 9 x 9 outputs, 8 x 8 pooled), and without padding those read only
+  // the input's last rows or columns. So the convolution runs on the corner of x that the
+  // kept outputs read (12 x 12 of 13 x 13 there: 21% less work forward and backward), with
+  // the same values: every kept output sums the same products.
+  Tensor input = x;
+  const int64_t kept_h = out_shape[2] * pool, kept_w = out_shape[3] * pool;
+  if (padding == 0 && (kept_h < conv_shape[2] || kept_w < conv_shape[3])) {
+    input = crop_corner(x, (kept_h - 1) * stride + weight.dim(2), (kept_w - 1) * stride + weight.dim(3));
+    if (input.dim(2) < x.dim(2) || input.dim(3) < x.dim(3)) conv_shape = {conv_shape[0], conv_shape[1], kept_h, kept_w};
+  }
   const ConvGeometry geometry{stride, padding};
   const Backend& backend = backend_for(x);
-  const Tensor relu_out = backend.conv2d_forward(x, weight, bias, geometry, conv_shape, /*fuse_relu=*/true);
+  const Tensor relu_out = backend.conv2d_forward(input, weight, bias, geometry, conv_shape, /*fuse_relu=*/true);
   PoolResult pooling = backend.pool2d_forward(relu_out, PoolKind::avg, pool, pool, out_shape);
   Tensor out = pooling.out;
-  if (autograd::should_record({&x, &weight, &bias})) {
+  if (autograd::should_record({&input, &weight, &bias})) {
     pooling.out = Tensor();  // backward needs the ReLU's output, not the pooled one
-    autograd::record(out, op, {&x, &weight, &bias},
-                     [backward = ConvBackward::of(x, weight, bias, geometry), pooling, relu_out = relu_out.detach(),
+    autograd::record(out, op, {&input, &weight, &bias},
+                     [backward = ConvBackward::of(input, weight, bias, geometry), pooling, relu_out = relu_out.detach(),
                       pool](const Tensor& grad_out) -> std::vector<Tensor> {
                        if (const auto grads = backward.first_layer_grads(grad_out, relu_out, pool)) return *grads;
                        return backward(backend_for(grad_out).relu_avg_pool_backward(grad_out, pooling, relu_out, pool));

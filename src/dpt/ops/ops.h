@@ -18,7 +18,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int str
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
 // avg_pool2d(conv2d_relu(...), pool, pool): LeNet's block. The same values and gradients as
 // the two ops, bit for bit; backward spreads the pooled gradient and applies the ReLU's mask
-// in one pass instead of two.
+// in one pass instead of two. Where the pooling drops the convolution's last rows or
+// columns and there is no padding, only the outputs it keeps are computed.
 Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int pool, int stride = 1,
                               int padding = 0);
 

@@ -52,6 +52,8 @@ class CpuBackend final : public Backend {
                                  const Tensor& variance, float momentum, double unbiased) const override {
     cpu::batch_norm_update_running(running_mean, running_var, mean, variance, momentum, unbiased);
   }
+  Tensor crop_corner(const Tensor& x, int64_t h, int64_t w) const override { return cpu::crop_corner(x, h, w); }
+  Tensor pad_corner(const Tensor& grad, const Shape& x_shape) const override { return cpu::pad_corner(grad, x_shape); }
   Tensor relu_forward(const Tensor& x) const override { return cpu::relu_forward(x); }
   Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const override {
     return cpu::relu_backward(grad_out, x);

@@ -43,6 +43,10 @@ BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, cons
 // Backend::relu_avg_pool_backward in one pass (relu_avg_pool.cc).
 Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out, int pool);
 
+// Backend::crop_corner and pad_corner (crop.cc): channels-last in and out.
+Tensor crop_corner(const Tensor& x, int64_t h, int64_t w);
+Tensor pad_corner(const Tensor& grad, const Shape& x_shape);
+
 Tensor relu_forward(const Tensor& x);
 Tensor relu_backward(const Tensor& grad_out, const Tensor& x);
 
