@@ -77,5 +77,58 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SumChannelsLast,
                            return std::to_string(info.param.pixels) + "x" + std::to_string(info.param.channels);
                          });
 
+struct BackwardDataCase {
+  int64_t images, in_c, out_c, kh, kw, in_h, in_w;
+};
+
+class ScatterBackwardData : public testing::TestWithParam<BackwardDataCase> {};
+
+// dx[n, ih, iw, c] = sum over (kh, kw, oc) of dy[n, ih - kh, iw - kw, oc] * w[oc, c, kh, kw],
+// channels-last, summed in double by the definition.
+TEST_P(ScatterBackwardData, EqualsTheDefinition) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the kernel needs AVX-512";
+  const auto [images, in_c, out_c, kh, kw, in_h, in_w] = GetParam();
+  const int64_t out_h = in_h - kh + 1, out_w = in_w - kw + 1;
+  const Shape x_shape{images, in_c, in_h, in_w}, w_shape{out_c, in_c, kh, kw}, dy_shape{images, out_c, out_h, out_w};
+  ASSERT_TRUE(ops::cpu::scatter_backward_data_fits(x_shape, w_shape, {}));
+  const std::vector<float> dy = small_integers(images * out_h * out_w * out_c);
+  std::vector<float> w = small_integers(out_c * in_c * kh * kw);
+  for (float& v : w) v = v / 2 + 1;  // not the same sequence as dy
+  std::vector<double> expected(static_cast<size_t>(images * in_h * in_w * in_c), 0.0);
+  for (int64_t n = 0; n < images; ++n)
+    for (int64_t oh = 0; oh < out_h; ++oh)
+      for (int64_t ow = 0; ow < out_w; ++ow)
+        for (int64_t o = 0; o < out_c; ++o)
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j)
+              for (int64_t c = 0; c < in_c; ++c)
+                expected[static_cast<size_t>(((n * in_h + oh + i) * in_w + ow + j) * in_c + c)] +=
+                    static_cast<double>(dy[static_cast<size_t>(((n * out_h + oh) * out_w + ow) * out_c + o)]) *
+                    w[static_cast<size_t>(((o * in_c + c) * kh + i) * kw + j)];
+
+  // One float past the end, which the kernel must leave alone.
+  std::vector<float> dx(expected.size() + 1, -7.0f);
+  ops::cpu::scatter_backward_data(dy.data(), dy_shape, w.data(), w_shape, x_shape, dx.data());
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(dx[i], static_cast<float>(expected[i])) << "element " << i;
+  EXPECT_EQ(dx.back(), -7.0f);
+}
+
+// LeNet's conv2 after the crop (12 x 12 -> 8 x 8: kernel rows of 100 floats, 7 vectors)
+// and without it (13 x 13); kernel rows of 1 to 7 vectors, full and partial; output rows
+// that leave 1 or 2 pixels after the groups of 3 or 4.
+INSTANTIATE_TEST_SUITE_P(Shapes, ScatterBackwardData,
+                         testing::Values(BackwardDataCase{3, 20, 50, 5, 5, 12, 12},
+                                         BackwardDataCase{2, 20, 50, 5, 5, 13, 13},
+                                         BackwardDataCase{2, 22, 5, 5, 5, 9, 10}, BackwardDataCase{2, 3, 4, 3, 3, 7, 9},
+                                         BackwardDataCase{2, 16, 8, 3, 3, 6, 6}, BackwardDataCase{1, 7, 3, 2, 4, 5, 8},
+                                         BackwardDataCase{2, 1, 2, 1, 1, 3, 3},
+                                         BackwardDataCase{1, 12, 6, 5, 6, 7, 11}),
+                         [](const testing::TestParamInfo<BackwardDataCase>& info) {
+                           const BackwardDataCase& c = info.param;
+                           return std::to_string(c.in_c) + "to" + std::to_string(c.out_c) + "_k" +
+                                  std::to_string(c.kh) + "x" + std::to_string(c.kw) + "_" + std::to_string(c.in_h) +
+                                  "x" + std::to_string(c.in_w);
+                         });
+
 }  // namespace
 }  // namespace dpt

@@ -20,6 +20,14 @@ bool runs_single_channel_kernel(const Shape& x, const Shape& weight, ConvGeometr
   return single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc;
 }
 
+// Our backward-data kernel (scatter_backward_data.cc) replaces oneDNN's where it fits and
+// the activations are channels-last, in fp32 (under --precision bf16 oneDNN's bf16 kernel
+// does half the work).
+bool runs_scatter_backward_data(const Shape& x, const Shape& weight, ConvGeometry g) {
+  return scatter_backward_data_fits(x, weight, g) && conv_activation_tag(x[1], weight[0]) == tag::nhwc &&
+         conv_precision() == ConvPrecision::fp32;
+}
+
 // The layouts tensors have between ops.
 struct PlainDescs {
   dnnl::memory::desc x, weight, bias, out;
@@ -114,6 +122,13 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape, ConvGeometry g) {
+  if (runs_scatter_backward_data(x_shape, weight.shape(), g)) {
+    const LaidOutTensor grad_x = output_in_layout(x_shape, plain_desc(x_shape, tag::nchw), channels_last_desc(x_shape));
+    Tensor dy_scratch;
+    scatter_backward_data(channels_last_data(grad_out, dy_scratch), grad_out.shape(), weight.data<float>(),
+                          weight.shape(), x_shape, static_cast<float*>(grad_x.memory.get_data_handle()));
+    return grad_x.tensor;
+  }
   struct Primitive {
     convolution_backward_data::primitive_desc pd;
     convolution_backward_data primitive;

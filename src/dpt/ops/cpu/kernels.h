@@ -74,6 +74,13 @@ void single_channel_conv_relu_avg_pool_weight_grads(const float* x, const Shape&
 bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
                                        ConvGeometry geometry, const Tensor& grad_weight, const Tensor& grad_bias);
 
+// The backward-data pass of a convolution with few input channels (scatter_backward_data.cc):
+// stride 1, no padding, a kernel row of at most 112 floats (KW x input channels), on
+// AVX-512; channels-last in and out.
+bool scatter_backward_data_fits(const Shape& x, const Shape& weight, ConvGeometry geometry);
+void scatter_backward_data(const float* grad_out_channels_last, const Shape& grad_out_shape, const float* weight,
+                           const Shape& weight_shape, const Shape& x_shape, float* grad_x_channels_last);
+
 // Per-channel sums of a channels-last [pixels, channels] array (channel_sums.cc).
 void sum_channels_last(const float* data, int64_t pixels, int64_t channels, float* sums);
 
