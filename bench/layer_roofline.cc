@@ -146,7 +146,12 @@ int main(int argc, char** argv) {
   // r2 are both the convolutions' and the ReLUs' outputs.
   constexpr bool kFusedRelu = true;
   const Tensor r1 = ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}, kFusedRelu);
-  const auto p1 = ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
+  // conv1 -> ReLU -> pool1 in one kernel (a first layer: its input needs no gradient), as
+  // conv2d_relu_avg_pool2d runs it on AVX-512 machines; elsewhere conv1 and pool1 apart.
+  const Shape pooled1{batch, 20, 13, 13};
+  const ops::cpu::PoolResult fused1 = ops::cpu::conv2d_relu_avg_pool_forward(x, p[0], p[1], g, 2, pooled1, true);
+  const bool first_layer_kernel = fused1.out.defined();
+  const auto p1 = first_layer_kernel ? fused1 : ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, pooled1);
   // pool2 keeps 8 x 8 of conv2's 9 x 9 outputs, which read 12 x 12 of pool1's 13 x 13:
   // conv2d_relu_avg_pool2d convolves that corner only (a copy of it, `c1`).
   const Tensor c1 = ops::cpu::crop_corner(p1.out, 12, 12);
@@ -162,12 +167,16 @@ int main(int argc, char** argv) {
   const double fc3 = 2 * B * 800 * 128 / 1e9, fc4 = 2 * B * 128 * 10 / 1e9;
   const auto bytes = [&](const Tensor& t) { return 2.0 * static_cast<double>(t.bytes()) / 1e9; };  // read + write
 
-  add("conv1+relu", "forward", conv1, 0, [&] {
-    ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}, kFusedRelu);
-  });
-  add("pool1", "forward", 0, bytes(r1), [&] {
-    ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, {batch, 20, 13, 13});
-  });
+  if (first_layer_kernel) {
+    add("conv1+pool1", "forward", conv1, 0,
+        [&] { ops::cpu::conv2d_relu_avg_pool_forward(x, p[0], p[1], g, 2, pooled1, true); });
+  } else {
+    add("conv1+relu", "forward", conv1, 0, [&] {
+      ops::cpu::conv2d_forward(x, p[0], p[1], g, {batch, 20, 26, 26}, kFusedRelu);
+    });
+    add("pool1", "forward", 0, bytes(r1),
+        [&] { ops::cpu::pool2d_forward(r1, ops::cpu::PoolKind::avg, 2, 2, pooled1); });
+  }
   add("crop1", "forward", 0, bytes(c1), [&] { ops::cpu::crop_corner(p1.out, 12, 12); });
   add("conv2+relu", "forward", conv2, 0, [&] {
     ops::cpu::conv2d_forward(c1, p[2], p[3], g, {batch, 50, 8, 8}, kFusedRelu);
@@ -206,9 +215,9 @@ int main(int argc, char** argv) {
   // conv1's input needs no gradient: its weight and bias gradients come straight from
   // pool1's gradient in one kernel (pool1 + relu1 backward included), as training runs it
   // on AVX-512 machines; elsewhere pool1 + relu1 backward and oneDNN's backward-weights.
-  if (ops::cpu::conv2d_relu_avg_pool_weight_grads(gp1, r1, 2, x, g, gw1, gb1)) {
+  if (first_layer_kernel) {
     add("conv1+pool1", "backward-w", conv1, 0,
-        [&] { ops::cpu::conv2d_relu_avg_pool_weight_grads(gp1, r1, 2, x, g, gw1, gb1); });
+        [&] { ops::cpu::conv2d_relu_avg_pool_weight_grads(gp1, fused1, 2, x, g, gw1, gb1); });
   } else {
     const Tensor gc1 = ops::cpu::relu_avg_pool_backward(gp1, r1, 2);
     add("pool1+relu1", "backward", 0, bytes(r1) + bytes(gp1) / 2,

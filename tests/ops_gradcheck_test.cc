@@ -336,6 +336,35 @@ TEST(Conv2dReluAvgPool, FirstLayerGradientsMatchTheComposedBackward) {
   }
 }
 
+// A first layer's block runs as one kernel on AVX-512 (the convolution's output never
+// written): its values must still be avg_pool2d(conv2d_relu(...)) bit for bit, with weights
+// that need gradients (the kernel keeps ReLU masks) and without (evaluation). LeNet's
+// conv1; 5 x 5 into 32 channels; 7 channels pooled 3 x 3 from 11 x 11 outputs (the
+// pooling drops 2 rows and columns, and its divisor is not a power of two).
+TEST(Conv2dReluAvgPool, FirstLayerForwardEqualsThePooledConvolutionBitForBit) {
+  struct Case {
+    Shape x, w;
+    int pool;
+  };
+  const std::vector<Case> cases{
+      {{5, 1, 28, 28}, {20, 1, 3, 3}, 2}, {{3, 1, 12, 14}, {32, 1, 5, 5}, 2}, {{2, 1, 13, 13}, {7, 1, 3, 3}, 3}};
+  uint64_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w) + " pool " + std::to_string(c.pool));
+    const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++), b = random_tensor({c.w[0]}, seed++);
+    for (bool weights_need_grad : {true, false}) {
+      const Tensor wv = w.detach().set_requires_grad(weights_need_grad);
+      const std::vector<float> composed = ops::avg_pool2d(ops::conv2d_relu(x, wv, b), c.pool, c.pool).to_vector();
+      const std::vector<float> fused = ops::conv2d_relu_avg_pool2d(x, wv, b, c.pool).to_vector();
+      EXPECT_EQ(fused, composed) << (weights_need_grad ? "training" : "evaluation");
+      size_t zeros = 0;  // the ReLU must cut some windows entirely, and not all
+      for (float v : composed) zeros += v == 0.0f;
+      EXPECT_GT(zeros, 0u);
+      EXPECT_LT(zeros, composed.size());
+    }
+  }
+}
+
 // The CPU kernels split the images over a device's OpenMP threads; the first-layer weight
 // gradients add per-image partial sums in image order, so cpu:1 with 1 or 2 threads (and
 // a resumed run) gets the same bits.

@@ -9,6 +9,13 @@ Tensor Backend::relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResu
   return relu_backward(pool2d_backward(grad_pooled, pooling, PoolKind::avg, pool, pool, relu_out.shape()), relu_out);
 }
 
+void Backend::conv2d_relu_avg_pool_weight_grads(const Tensor& /*grad_pooled*/, const PoolResult& /*forward*/,
+                                                int /*pool*/, const Tensor& /*x*/, ConvGeometry /*geometry*/,
+                                                const Tensor& /*grad_weight*/, const Tensor& /*grad_bias*/) const {
+  throw std::logic_error(
+      "Backend::conv2d_relu_avg_pool_weight_grads: this backend has no conv2d_relu_avg_pool_forward to follow");
+}
+
 Tensor Backend::pad_corner(const Tensor& /*grad*/, const Shape& /*x_shape*/) const {
   throw std::logic_error("Backend::pad_corner: this backend crops nothing, so nothing needs padding back");
 }

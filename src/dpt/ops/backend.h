@@ -87,16 +87,22 @@ class Backend {
   virtual Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& pooling, const Tensor& relu_out,
                                         int pool) const;
 
-  // For that block's convolution when its input needs no gradient (a first layer): fills
-  // grad_weight and (when defined) grad_bias as conv2d_backward_weights would from
-  // relu_avg_pool_backward's result, without that result in memory. Returns false, writing
-  // nothing, where the backend has no such kernel for these shapes; the caller then
-  // composes the two.
-  virtual bool conv2d_relu_avg_pool_weight_grads(const Tensor& /*grad_pooled*/, const Tensor& /*relu_out*/,
-                                                 int /*pool*/, const Tensor& /*x*/, ConvGeometry /*geometry*/,
-                                                 const Tensor& /*grad_weight*/, const Tensor& /*grad_bias*/) const {
-    return false;
+  // That block in one kernel when its input needs no gradient (a first layer), without the
+  // convolution's output in memory: `out` is the pooled output [N, O, H / pool, W / pool];
+  // with `for_backward`, `workspace` holds what conv2d_relu_avg_pool_weight_grads needs of
+  // the ReLU. An undefined `out` where the backend has no such kernel for these shapes; the
+  // caller then composes conv2d_forward and pool2d_forward.
+  virtual PoolResult conv2d_relu_avg_pool_forward(const Tensor& /*x*/, const Tensor& /*weight*/, const Tensor& /*bias*/,
+                                                  ConvGeometry /*geometry*/, int /*pool*/, const Shape& /*out_shape*/,
+                                                  bool /*for_backward*/) const {
+    return {};
   }
+  // Its backward: fills grad_weight and (when defined) grad_bias as conv2d_backward_weights
+  // would from relu_avg_pool_backward's result, from the pooled gradient and `forward` (what
+  // conv2d_relu_avg_pool_forward returned). Called only where that returned an output.
+  virtual void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool,
+                                                 const Tensor& x, ConvGeometry geometry, const Tensor& grad_weight,
+                                                 const Tensor& grad_bias) const;
 
   // The top-left h x w corner of every plane of x [N, C, H, W], for a convolution whose last
   // rows or columns of output a pooling drops (see conv2d_relu_avg_pool2d). An undefined

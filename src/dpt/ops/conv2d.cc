@@ -1,5 +1,3 @@
-#include <optional>
-
 #include "dpt/autograd/node.h"
 #include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
@@ -54,18 +52,13 @@ struct ConvBackward {
     return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
   }
 
-  // For conv2d_relu_avg_pool2d: the gradients straight from the pooled gradient when x
-  // needs none and the backend has a kernel for it (Backend::conv2d_relu_avg_pool_weight_grads).
-  std::optional<std::vector<Tensor>> first_layer_grads(const Tensor& grad_pooled, const Tensor& relu_out,
-                                                       int pool) const {
-    if (need_x || !(need_w || need_b)) return std::nullopt;
+  // For conv2d_relu_avg_pool2d's first-layer kernel (Backend::conv2d_relu_avg_pool_forward):
+  // the weight and bias gradients straight from the pooled gradient; x needs none.
+  std::vector<Tensor> first_layer_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool) const {
     const Tensor grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
     const Tensor grad_b = has_bias ? Tensor::empty({weight.dim(0)}, DType::f32, weight.device()) : Tensor();
-    if (!backend_for(grad_pooled)
-             .conv2d_relu_avg_pool_weight_grads(grad_pooled, relu_out, pool, x, geometry, grad_w, grad_b)) {
-      return std::nullopt;
-    }
-    return std::vector<Tensor>{Tensor(), need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
+    backend_for(grad_pooled).conv2d_relu_avg_pool_weight_grads(grad_pooled, forward, pool, x, geometry, grad_w, grad_b);
+    return {Tensor(), need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
   }
 };
 
@@ -130,15 +123,30 @@ Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tenso
   }
   const ConvGeometry geometry{stride, padding};
   const Backend& backend = backend_for(x);
+  const bool record = autograd::should_record({&input, &weight, &bias});
+  if (!(record && input.needs_grad())) {
+    // A first layer (or no backward at all): one kernel, where the backend has it, that
+    // never writes the convolution's output.
+    PoolResult fused = backend.conv2d_relu_avg_pool_forward(input, weight, bias, geometry, pool, out_shape, record);
+    if (fused.out.defined()) {
+      Tensor out = fused.out;
+      if (record) {
+        fused.out = Tensor();  // backward needs the workspace, not the output
+        autograd::record(out, op, {&input, &weight, &bias},
+                         [backward = ConvBackward::of(input, weight, bias, geometry), fused,
+                          pool](const Tensor& grad_out) { return backward.first_layer_grads(grad_out, fused, pool); });
+      }
+      return out;
+    }
+  }
   const Tensor relu_out = backend.conv2d_forward(input, weight, bias, geometry, conv_shape, /*fuse_relu=*/true);
   PoolResult pooling = backend.pool2d_forward(relu_out, PoolKind::avg, pool, pool, out_shape);
   Tensor out = pooling.out;
-  if (autograd::should_record({&input, &weight, &bias})) {
+  if (record) {
     pooling.out = Tensor();  // backward needs the ReLU's output, not the pooled one
     autograd::record(out, op, {&input, &weight, &bias},
                      [backward = ConvBackward::of(input, weight, bias, geometry), pooling, relu_out = relu_out.detach(),
                       pool](const Tensor& grad_out) -> std::vector<Tensor> {
-                       if (const auto grads = backward.first_layer_grads(grad_out, relu_out, pool)) return *grads;
                        return backward(backend_for(grad_out).relu_avg_pool_backward(grad_out, pooling, relu_out, pool));
                      });
   }

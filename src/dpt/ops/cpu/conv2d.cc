@@ -1,4 +1,6 @@
 #include <dnnl.hpp>
+#include <memory>
+#include <stdexcept>
 
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
@@ -155,15 +157,32 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
   return grad_x.tensor;
 }
 
-bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
-                                       ConvGeometry g, const Tensor& grad_weight, const Tensor& grad_bias) {
-  if (!runs_single_channel_kernel(x.shape(), grad_weight.shape(), g)) return false;
-  Tensor y_scratch, dp_scratch;
-  single_channel_conv_relu_avg_pool_weight_grads(x.data<float>(), x.shape(), channels_last_data(relu_out, y_scratch),
-                                                 channels_last_data(grad_pooled, dp_scratch), grad_pooled.shape(), pool,
-                                                 grad_weight.data<float>(), grad_weight.shape(),
-                                                 grad_bias.defined() ? grad_bias.data<float>() : nullptr);
-  return true;
+PoolResult conv2d_relu_avg_pool_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g,
+                                        int pool, const Shape& out_shape, bool for_backward) {
+  if (!runs_single_channel_kernel(x.shape(), weight.shape(), g)) return {};
+  const LaidOutTensor out =
+      output_in_layout(out_shape, plain_desc(out_shape, tag::nchw), channels_last_desc(out_shape));
+  // The masks, 4 bytes each, in a tensor's storage: from the caching allocator, freed with
+  // the autograd graph.
+  std::shared_ptr<Tensor> masks;
+  if (for_backward)
+    masks = std::make_shared<Tensor>(Tensor::empty({x.dim(0), out_shape[2] * pool, out_shape[3] * pool}));
+  single_channel_conv_relu_avg_pool_forward(x.data<float>(), x.shape(), weight.data<float>(), weight.shape(),
+                                            bias.defined() ? bias.data<float>() : nullptr, pool, out_shape,
+                                            static_cast<float*>(out.memory.get_data_handle()),
+                                            masks ? reinterpret_cast<uint32_t*>(masks->data<float>()) : nullptr);
+  return {out.tensor, masks};
+}
+
+void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool, const Tensor& x,
+                                       ConvGeometry /*g*/, const Tensor& grad_weight, const Tensor& grad_bias) {
+  const auto* masks = static_cast<const Tensor*>(forward.workspace.get());
+  if (!masks) throw std::logic_error("conv2d_relu_avg_pool_weight_grads: the forward kept no ReLU masks");
+  Tensor dp_scratch;
+  single_channel_conv_relu_avg_pool_weight_grads(
+      x.data<float>(), x.shape(), reinterpret_cast<const uint32_t*>(masks->data<float>()),
+      channels_last_data(grad_pooled, dp_scratch), grad_pooled.shape(), pool, grad_weight.data<float>(),
+      grad_weight.shape(), grad_bias.defined() ? grad_bias.data<float>() : nullptr);
 }
 
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,

@@ -30,10 +30,15 @@ class CpuBackend final : public Backend {
                                 int pool) const override {
     return cpu::relu_avg_pool_backward(grad_pooled, relu_out, pool);
   }
-  bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
-                                         ConvGeometry geometry, const Tensor& grad_weight,
+  PoolResult conv2d_relu_avg_pool_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                          ConvGeometry geometry, int pool, const Shape& out_shape,
+                                          bool for_backward) const override {
+    return cpu::conv2d_relu_avg_pool_forward(x, weight, bias, geometry, pool, out_shape, for_backward);
+  }
+  void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool,
+                                         const Tensor& x, ConvGeometry geometry, const Tensor& grad_weight,
                                          const Tensor& grad_bias) const override {
-    return cpu::conv2d_relu_avg_pool_weight_grads(grad_pooled, relu_out, pool, x, geometry, grad_weight, grad_bias);
+    cpu::conv2d_relu_avg_pool_weight_grads(grad_pooled, forward, pool, x, geometry, grad_weight, grad_bias);
   }
   Tensor global_avg_pool2d_forward(const Tensor& x) const override { return cpu::global_avg_pool2d_forward(x); }
   Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {

@@ -2,6 +2,8 @@
 // (ops/*.cc validate and record autograd) and write freshly allocated outputs.
 #pragma once
 
+#include <cstdint>
+
 #include "dpt/core/tensor.h"
 #include "dpt/ops/backend.h"
 
@@ -63,15 +65,25 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
 bool single_channel_conv_fits(const Shape& x, const Shape& weight, ConvGeometry geometry);
 void single_channel_conv_forward(const float* x, const Shape& x_shape, const float* weight, const Shape& weight_shape,
                                  const float* bias, bool relu, float* out_channels_last);
-// Its weight and bias gradients (grad_bias may be null) when a ReLU and an average pooling
-// follow it, from the pooled gradient: see Backend::conv2d_relu_avg_pool_weight_grads.
-void single_channel_conv_relu_avg_pool_weight_grads(const float* x, const Shape& x_shape,
-                                                    const float* relu_out_channels_last,
+// The same followed by a ReLU and an average pooling (window and step `pool`), into the
+// pooled output (channels-last) only. With `relu_masks` (else null), also a 32-bit mask per
+// convolution output the pooling reads (bit c: channel c > 0), [N, pooled_h * pool,
+// pooled_w * pool], for the backward below.
+void single_channel_conv_relu_avg_pool_forward(const float* x, const Shape& x_shape, const float* weight,
+                                               const Shape& weight_shape, const float* bias, int pool,
+                                               const Shape& pooled_shape, float* pooled_channels_last,
+                                               uint32_t* relu_masks);
+// Its weight and bias gradients (grad_bias may be null) from the pooled gradient and the
+// masks: see Backend::conv2d_relu_avg_pool_weight_grads.
+void single_channel_conv_relu_avg_pool_weight_grads(const float* x, const Shape& x_shape, const uint32_t* relu_masks,
                                                     const float* grad_pooled_channels_last, const Shape& pooled_shape,
                                                     int pool, float* grad_weight, const Shape& weight_shape,
                                                     float* grad_bias);
-// Backend::conv2d_relu_avg_pool_weight_grads: false where the kernel above does not apply.
-bool conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const Tensor& relu_out, int pool, const Tensor& x,
+// Backend::conv2d_relu_avg_pool_forward and conv2d_relu_avg_pool_weight_grads, with the
+// kernels above where they apply.
+PoolResult conv2d_relu_avg_pool_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                        ConvGeometry geometry, int pool, const Shape& out_shape, bool for_backward);
+void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool, const Tensor& x,
                                        ConvGeometry geometry, const Tensor& grad_weight, const Tensor& grad_bias);
 
 // The backward-data pass of a convolution with few input channels (scatter_backward_data.cc):
