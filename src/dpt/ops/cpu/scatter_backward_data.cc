@@ -115,25 +115,11 @@ void scatter_backward_data(const float* grad_out_channels_last, const Shape& gra
   const Tensor packed_weights = Tensor::empty({d.kh * d.out_c * vectors * 16});
   float* packed = packed_weights.data<float>();
   pack_weights(weight, d.out_c, d.in_c, d.kh, d.kw, vectors, packed);
-  const int64_t images = x_shape[0];
-  const float* dy = grad_out_channels_last;
-  float* dx = grad_x_channels_last;
-  switch (vectors) {
-    case 1:
-      return scatter_images<1>(dy, images, packed, d, dx);
-    case 2:
-      return scatter_images<2>(dy, images, packed, d, dx);
-    case 3:
-      return scatter_images<3>(dy, images, packed, d, dx);
-    case 4:
-      return scatter_images<4>(dy, images, packed, d, dx);
-    case 5:
-      return scatter_images<5>(dy, images, packed, d, dx);
-    case 6:
-      return scatter_images<6>(dy, images, packed, d, dx);
-    default:
-      return scatter_images<7>(dy, images, packed, d, dx);
-  }
+  using ScatterImages = void (*)(const float*, int64_t, const float*, const Dims&, float*);
+  constexpr ScatterImages kByVectors[kMaxVectors] = {scatter_images<1>, scatter_images<2>, scatter_images<3>,
+                                                     scatter_images<4>, scatter_images<5>, scatter_images<6>,
+                                                     scatter_images<7>};
+  kByVectors[vectors - 1](grad_out_channels_last, x_shape[0], packed, d, grad_x_channels_last);
 }
 
 }  // namespace dpt::ops::cpu

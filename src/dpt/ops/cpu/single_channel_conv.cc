@@ -39,6 +39,15 @@ __attribute__((target("avx512f"))) ChannelPair load_channels(const float* values
   return {_mm512_load_ps(lanes), _mm512_load_ps(lanes + 16)};
 }
 
+// The lanes of the two registers that hold channels: 0-15 and 16-31, up to `channels`.
+struct ChannelLanes {
+  __mmask16 low, high;
+};
+inline ChannelLanes channel_lanes(int64_t channels) {
+  return {channels >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << channels) - 1),
+          channels > 16 ? static_cast<__mmask16>((1u << (channels - 16)) - 1) : static_cast<__mmask16>(0)};
+}
+
 // One output pixel's channels: bias + sum over the KH x KW taps of x[i, j] * w[c, i, j], in
 // tap order; `row0` points at the window's top-left input pixel.
 template <int KH, int KW>
@@ -70,8 +79,7 @@ __attribute__((target("avx512f"))) void forward_image(const float* image, int64_
   for (int t = 0; t < kTaps; ++t) w[t] = load_channels(weight + t, kTaps, channels);
   const ChannelPair b = load_channels(bias, 1, channels);
   const int64_t out_h = in_h - KH + 1, out_w = in_w - KW + 1;
-  const __mmask16 high_lanes = channels > 16 ? static_cast<__mmask16>((1u << (channels - 16)) - 1) : 0;
-  const __mmask16 low_lanes = channels >= 16 ? 0xffff : static_cast<__mmask16>((1u << channels) - 1);
+  const auto [low_lanes, high_lanes] = channel_lanes(channels);
   const __m512 zero = _mm512_setzero_ps();
   for (int64_t oh = 0; oh < out_h; ++oh) {
     for (int64_t ow = 0; ow < out_w; ++ow) {
@@ -102,8 +110,7 @@ __attribute__((target("avx512f"))) void forward_pool_image(const float* image, i
 #pragma GCC unroll 32
   for (int t = 0; t < kTaps; ++t) w[t] = load_channels(weight + t, kTaps, channels);
   const ChannelPair b = load_channels(bias, 1, channels);
-  const __mmask16 high_lanes = channels > 16 ? static_cast<__mmask16>((1u << (channels - 16)) - 1) : 0;
-  const __mmask16 low_lanes = channels >= 16 ? 0xffff : static_cast<__mmask16>((1u << channels) - 1);
+  const auto [low_lanes, high_lanes] = channel_lanes(channels);
   const __m512 zero = _mm512_setzero_ps();
   const __m512 area = _mm512_set1_ps(static_cast<float>(pool * pool));
   const int64_t kept_w = pooled_w * pool;
@@ -140,8 +147,7 @@ __attribute__((target("avx512f"))) void image_weight_grads(const float* image, i
                                                            int64_t pool, int64_t channels, float* spread,
                                                            float* partials) {
   constexpr int kTaps = KH * KW;
-  const __mmask16 high_lanes = channels > 16 ? static_cast<__mmask16>((1u << (channels - 16)) - 1) : 0;
-  const __mmask16 low_lanes = channels >= 16 ? 0xffff : static_cast<__mmask16>((1u << channels) - 1);
+  const auto [low_lanes, high_lanes] = channel_lanes(channels);
   const __m512 zero = _mm512_setzero_ps();
   const __m512 area = _mm512_set1_ps(static_cast<float>(pool * pool));
   ChannelPair weight_acc[kTaps];
