@@ -7,13 +7,13 @@
 // registers: per tap, one broadcast of the input pixel and two FMAs with the tap's weights,
 // which stay in registers for the whole image. Followed by ReLU and average pooling (LeNet's
 // first block), the forward pools in registers too and writes the pooled output alone, with
-// a 32-bit ReLU mask per output value for the backward: 0.35 MB per 128-image shard where
-// the convolution's output was 6.9 MB, written, read by the pooling and read again by the
-// backward from beyond the caches. The backward of that first layer (its input needs no
-// gradient) is one kernel of the same shape: weight and bias gradients straight from the
-// pooled gradient. Used where the
-// activation layout is channels-last (AVX-512 machines), in fp32 also under --precision
-// bf16 (see ops/precision.h); elsewhere oneDNN runs.
+// a 32-bit ReLU mask per output pixel (a bit per channel) for the backward: 0.35 MB per
+// 128-image shard where the convolution's output was 6.9 MB, written, read by the pooling
+// and read again by the backward from beyond the caches. The backward of that first layer
+// (its input needs no gradient) is one kernel of the same shape: weight and bias gradients
+// straight from the pooled gradient. Used where the activation layout is channels-last
+// (AVX-512 machines), in fp32 also under --precision bf16 (see ops/precision.h); elsewhere
+// oneDNN runs.
 #include <immintrin.h>
 
 #include <cstring>
