@@ -103,7 +103,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                       bool fuse_relu) {
   const PlainDescs plain = plain_descs(x.shape(), weight.shape(), out_shape);
   if (runs_single_channel_kernel(x.shape(), weight.shape(), g)) {
-    const LaidOutTensor out = output_in_layout(out_shape, plain.out, channels_last_desc(out_shape));
+    const LaidOutTensor out = channels_last_output(out_shape);
     single_channel_conv_forward(x.data<float>(), x.shape(), weight.data<float>(), weight.shape(),
                                 bias.defined() ? bias.data<float>() : nullptr, fuse_relu,
                                 static_cast<float*>(out.memory.get_data_handle()));
@@ -125,7 +125,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape, ConvGeometry g) {
   if (runs_scatter_backward_data(x_shape, weight.shape(), g)) {
-    const LaidOutTensor grad_x = output_in_layout(x_shape, plain_desc(x_shape, tag::nchw), channels_last_desc(x_shape));
+    const LaidOutTensor grad_x = channels_last_output(x_shape);
     Tensor dy_scratch;
     scatter_backward_data(channels_last_data(grad_out, dy_scratch), grad_out.shape(), weight.data<float>(),
                           weight.shape(), x_shape, static_cast<float*>(grad_x.memory.get_data_handle()));
@@ -160,8 +160,7 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
 PoolResult conv2d_relu_avg_pool_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g,
                                         int pool, const Shape& out_shape, bool for_backward) {
   if (!runs_single_channel_kernel(x.shape(), weight.shape(), g)) return {};
-  const LaidOutTensor out =
-      output_in_layout(out_shape, plain_desc(out_shape, tag::nchw), channels_last_desc(out_shape));
+  const LaidOutTensor out = channels_last_output(out_shape);
   // The masks, 4 bytes each, in a tensor's storage: from the caching allocator, freed with
   // the autograd graph.
   std::shared_ptr<Tensor> masks;

@@ -3,18 +3,10 @@
 // write channels-last, the layout LeNet's convolutions read and write on AVX-512.
 #include <cstring>
 
-#include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
 
 namespace dpt::ops::cpu {
-
-namespace {
-// A new tensor of `shape` whose storage is channels-last, and a pointer to write it.
-LaidOutTensor channels_last_output(const Shape& shape) {
-  return output_in_layout(shape, plain_desc(shape, dnnl::memory::format_tag::nchw), channels_last_desc(shape));
-}
-}  // namespace
 
 Tensor crop_corner(const Tensor& x, int64_t h, int64_t w) {
   const int64_t images = x.dim(0), channels = x.dim(1), height = x.dim(2), width = x.dim(3);

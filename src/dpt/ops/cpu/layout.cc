@@ -128,6 +128,10 @@ const float* channels_last_data(const Tensor& tensor, Tensor& scratch) {
   return static_cast<const float*>(memory.get_data_handle());
 }
 
+LaidOutTensor channels_last_output(const Shape& shape) {
+  return output_in_layout(shape, plain_desc(shape, dnnl::memory::format_tag::nchw), channels_last_desc(shape));
+}
+
 bool is_channels_last(const dnnl::memory::desc& desc) {
   return desc.dims().size() == 4 &&
          desc == dnnl::memory::desc(desc.dims(), desc.data_type(), dnnl::memory::format_tag::nhwc);

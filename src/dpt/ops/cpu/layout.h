@@ -61,5 +61,8 @@ dnnl::memory::desc channels_last_desc(const Shape& shape);
 // A 4-D f32 tensor's values channels-last, for our own kernels to read: its own storage
 // when it is already nhwc, else a reordered copy in `scratch` (the reorder has finished).
 const float* channels_last_data(const Tensor& tensor, Tensor& scratch);
+// A new 4-D f32 tensor of `shape` whose storage is channels-last, for our own kernels to
+// write through `memory`.
+LaidOutTensor channels_last_output(const Shape& shape);
 
 }  // namespace dpt::ops::cpu

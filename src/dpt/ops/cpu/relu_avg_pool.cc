@@ -45,9 +45,7 @@ Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out,
   Tensor y_scratch, dp_scratch;
   const float* y = channels_last_data(relu_out, y_scratch);
   const float* dp = channels_last_data(grad_pooled, dp_scratch);
-  const LaidOutTensor grad_z =
-      output_in_layout(relu_out.shape(), plain_desc(relu_out.shape(), dnnl::memory::format_tag::nchw),
-                       channels_last_desc(relu_out.shape()));
+  const LaidOutTensor grad_z = channels_last_output(relu_out.shape());
   auto* dz = static_cast<float*>(grad_z.memory.get_data_handle());
 
   // One row of the pooled gradient spread over its windows: shared by the `pool` rows of
