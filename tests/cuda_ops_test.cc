@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/autograd/engine.h"
 #include "dpt/core/tensor.h"
 #include "dpt/cuda/runtime.h"
 #include "dpt/nn/lenet.h"
@@ -64,8 +65,8 @@ void expect_op_matches(const std::vector<Tensor>& inputs, Op op, const std::stri
   const auto weighted_sum = [&](const Tensor& out, const Tensor& weights) {
     return ops::linear(ops::reshape(out, {1, out.numel()}), weights, Tensor());
   };
-  weighted_sum(cpu_out, r).backward();
-  weighted_sum(gpu_out, on_gpu(r)).backward();
+  dpt::autograd::backward(weighted_sum(cpu_out, r));
+  dpt::autograd::backward(weighted_sum(gpu_out, on_gpu(r)));
   for (size_t i = 0; i < inputs.size(); ++i) {
     expect_close(gpu_in[i].grad(), cpu_in[i].grad(), kTolerance, what + " gradient of input " + std::to_string(i));
   }
@@ -264,7 +265,7 @@ TEST(CudaTraining, OneLeNetStepEqualsTheCpuStep) {
     std::vector<Tensor> params = dpt::nn::lenet_params(3, device);
     const Tensor loss =
         ops::cross_entropy(dpt::nn::lenet(images.to(device), params), labels.to(device), ops::Reduction::sum);
-    loss.backward();
+    dpt::autograd::backward(loss);
     dpt::optim::sgd(params, 0.9f, 32);
     params.push_back(loss.detach());
     return params;

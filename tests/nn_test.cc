@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/tensor.h"
 #include "dpt/nn/init.h"
@@ -57,7 +58,7 @@ std::pair<double, double> mean_std(const Tensor& t) {
 }
 
 void set_grad(const Tensor& p, const std::vector<float>& g) {
-  p.impl()->grad = Tensor::from_vector(g, p.shape()).impl_ptr();
+  p.set_grad(Tensor::from_vector(g, p.shape()));
 }
 
 void expect_floats_near(const std::vector<float>& got, const std::vector<double>& want, double tol) {
@@ -163,13 +164,13 @@ TEST(Module, CloneIsDeep) {
     EXPECT_EQ(a.shape(), b.shape());
     EXPECT_TRUE(b.requires_grad());
     EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.bytes()), 0) << original_named[i].first;
-    EXPECT_NE(a.impl()->storage, b.impl()->storage) << original_named[i].first << " shares storage";
+    EXPECT_NE(&a.storage(), &b.storage()) << original_named[i].first << " shares storage";
   }
   const std::vector<Tensor> original_buffers = net->buffers(), copy_buffers = copy->buffers();
   ASSERT_EQ(copy_buffers.size(), original_buffers.size());
   for (size_t i = 0; i < original_buffers.size(); ++i) {
     EXPECT_EQ(copy_buffers[i].to_vector(), original_buffers[i].to_vector());
-    EXPECT_NE(copy_buffers[i].impl()->storage, original_buffers[i].impl()->storage);
+    EXPECT_NE(&copy_buffers[i].storage(), &original_buffers[i].storage());
   }
 
   // Writing into the clone leaves the original alone, and the other way round.
@@ -225,7 +226,7 @@ TEST(Module, ZeroGradDropsEveryGradient) {
   auto net = nn::lenet_module();
   const Tensor loss =
       dpt::ops::cross_entropy((*net)(random_tensor({2, 1, 28, 28}, 4, 0, 1)), Tensor::from_labels({3, 7}));
-  loss.backward();
+  dpt::autograd::backward(loss);
   for (const Tensor& p : net->parameters()) ASSERT_TRUE(p.grad().defined()) << p.name();
   net->zero_grad();
   for (const Tensor& p : net->parameters()) EXPECT_FALSE(p.grad().defined()) << p.name();
@@ -258,8 +259,8 @@ TEST(LenetModule, MatchesTheFromScratchLenetWithTheSameParameters) {
   EXPECT_EQ(got.to_vector(), expected.to_vector());
 
   // And the same gradients.
-  dpt::ops::cross_entropy(expected, labels).backward();
-  dpt::ops::cross_entropy(got, labels).backward();
+  dpt::autograd::backward(dpt::ops::cross_entropy(expected, labels));
+  dpt::autograd::backward(dpt::ops::cross_entropy(got, labels));
   for (size_t i = 0; i < module_params.size(); ++i) {
     ASSERT_TRUE(module_params[i].grad().defined());
     EXPECT_EQ(module_params[i].grad().to_vector(), scratch_params[i].grad().to_vector()) << "parameter " << i;
@@ -414,7 +415,7 @@ TEST(SGD, SkipsParametersWithoutGradientAndStepsEveryReplicaAlike) {
     EXPECT_FALSE(sgd.momentum_buffer(r, 1).defined());
   }
   // Each replica keeps its own momentum buffer.
-  EXPECT_NE(sgd.momentum_buffer(0, 0).impl()->storage, sgd.momentum_buffer(1, 0).impl()->storage);
+  EXPECT_NE(&sgd.momentum_buffer(0, 0).storage(), &sgd.momentum_buffer(1, 0).storage());
   EXPECT_EQ(replicas[0][0].to_vector(), replicas[1][0].to_vector());
 }
 
@@ -560,7 +561,7 @@ TEST(BatchNorm2dModule, GradientsReachScaleAndShiftButNotTheBuffers) {
   // A loss that is not invariant to the normalization: sum of the outputs weighted by a
   // cross-entropy over a flattened view.
   const Tensor logits = dpt::ops::reshape(bn(x), {3, 32});
-  dpt::ops::cross_entropy(logits, Tensor::from_labels({0, 5, 31})).backward();
+  dpt::autograd::backward(dpt::ops::cross_entropy(logits, Tensor::from_labels({0, 5, 31})));
   const std::vector<Tensor> params = bn.parameters();
   ASSERT_EQ(params.size(), 2u);
   EXPECT_TRUE(params[0].grad().defined());

@@ -467,11 +467,11 @@ TEST(BatchNormForward, BlockedConvOutputGivesTheSameResultAsPlain) {
     Tensor rm_b = Tensor::zeros({5}), rv_b = Tensor::full({5}, 1.0f);
     const Tensor blocked_in =
         ops::conv2d(random_tensor({2, 3, 6, 6}, 210), random_tensor({5, 3, 3, 3}, 211), Tensor(), 1, 1);
-    ASSERT_NE(blocked_in.impl()->storage->layout(), nullptr) << "conv2d no longer leaves a blocked layout";
+    ASSERT_NE(blocked_in.storage().layout(), nullptr) << "conv2d no longer leaves a blocked layout";
     const Tensor y_blocked = ops::batch_norm2d(blocked_in, gamma, beta, rm_a, rv_a, training);
-    EXPECT_NE(y_blocked.impl()->storage->layout(), nullptr) << "batch norm reordered its output to plain";
+    EXPECT_NE(y_blocked.storage().layout(), nullptr) << "batch norm reordered its output to plain";
     const Tensor plain_in = blocked_in.clone();  // converts to plain
-    ASSERT_EQ(plain_in.impl()->storage->layout(), nullptr);
+    ASSERT_EQ(plain_in.storage().layout(), nullptr);
     const Tensor y_plain = ops::batch_norm2d(plain_in, gamma, beta, rm_b, rv_b, training);
     const std::vector<float> a = y_blocked.to_vector(), b = y_plain.to_vector();
     ASSERT_EQ(a.size(), b.size());

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
@@ -104,7 +105,7 @@ void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vect
   dpt::Rng rng(1234);
   const Tensor r = Tensor::empty(out.shape());
   dpt::fill_normal(r, 0.0f, 1.0f, rng);
-  weighted_sum(out, r).backward();
+  dpt::autograd::backward(weighted_sum(out, r));
 
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor& x = inputs[i];
@@ -242,7 +243,7 @@ TEST(Conv2dRelu, FusedEqualsReluOfConv2dBitForBit) {
       const Tensor y = fused ? ops::conv2d_relu(in[0], in[1], in[2], c.stride, c.padding)
                              : ops::relu(ops::conv2d(in[0], in[1], in[2], c.stride, c.padding));
       const Tensor weights = random_tensor(y.shape(), seed);
-      weighted_sum(y, weights).backward();
+      dpt::autograd::backward(weighted_sum(y, weights));
       results[fused] = {y.to_vector(), in[0].grad().to_vector(), in[1].grad().to_vector(), in[2].grad().to_vector()};
     }
     const char* names[] = {"output", "grad x", "grad weight", "grad bias"};
@@ -284,7 +285,7 @@ TEST(Conv2dReluAvgPool, EqualsAvgPoolOfConv2dReluBitForBit) {
       const Tensor y =
           fused ? ops::conv2d_relu_avg_pool2d(in[0], in[1], in[2], c.pool, c.stride, c.padding)
                 : ops::avg_pool2d(ops::conv2d_relu(in[0], in[1], in[2], c.stride, c.padding), c.pool, c.pool);
-      weighted_sum(y, random_tensor(y.shape(), seed)).backward();
+      dpt::autograd::backward(weighted_sum(y, random_tensor(y.shape(), seed)));
       results[fused] = {y.to_vector(), in[0].grad().to_vector(), in[1].grad().to_vector(), in[2].grad().to_vector()};
     }
     ++seed;
@@ -325,7 +326,7 @@ TEST(Conv2dReluAvgPool, FirstLayerGradientsMatchTheComposedBackward) {
     const Tensor wv = w.detach().set_requires_grad(true), bv = b.detach().set_requires_grad(true);
     const Tensor y =
         fused ? ops::conv2d_relu_avg_pool2d(x, wv, bv, 2) : ops::avg_pool2d(ops::conv2d_relu(x, wv, bv), 2, 2);
-    weighted_sum(y, r).backward();
+    dpt::autograd::backward(weighted_sum(y, r));
     grads[fused][0] = wv.grad().to_vector();
     grads[fused][1] = bv.grad().to_vector();
   }
@@ -376,7 +377,7 @@ TEST(Conv2dReluAvgPool, FirstLayerGradientsDoNotDependOnTheThreadCount) {
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
     const Tensor wv = w.detach().set_requires_grad(true), bv = b.detach().set_requires_grad(true);
-    weighted_sum(ops::conv2d_relu_avg_pool2d(x, wv, bv, 2), r).backward();
+    dpt::autograd::backward(weighted_sum(ops::conv2d_relu_avg_pool2d(x, wv, bv, 2), r));
     results[threads - 1] = wv.grad().to_vector();
     const std::vector<float> bias = bv.grad().to_vector();
     results[threads - 1].insert(results[threads - 1].end(), bias.begin(), bias.end());
@@ -421,7 +422,7 @@ TEST(Conv2dBf16, StaysWithinTheRoundingOfItsOperandsInEveryPass) {
     std::vector<Tensor> in{xs.detach(), ws.detach(), b.detach()};
     for (Tensor& t : in) t.set_requires_grad(true);
     const Tensor y = ops::conv2d(in[0], in[1], in[2]);
-    weighted_sum(y, rs).backward();
+    dpt::autograd::backward(weighted_sum(y, rs));
     return std::vector<std::vector<float>>{y.to_vector(), in[0].grad().to_vector(), in[1].grad().to_vector()};
   };
   const auto fp32 = passes(x, w, r);

@@ -64,7 +64,7 @@ TEST(GradReadyHook, ReportsEveryLeafOnceWithItsFinalGradient) {
       ++calls[leaf.impl()];
       seen[leaf.impl()] = leaf.grad().defined() ? leaf.grad().to_vector() : std::vector<float>{};
     });
-    loss.backward();
+    dpt::autograd::backward(loss);
   }
   EXPECT_EQ(calls[w.impl()], 1);
   EXPECT_EQ(calls[b.impl()], 1);
@@ -77,7 +77,7 @@ TEST(GradReadyHook, ReportsEveryLeafOnceWithItsFinalGradient) {
   w.zero_grad();
   const Tensor loss2 =
       dpt::ops::cross_entropy(dpt::ops::matmul(x, w), Tensor::from_labels({0, 1}), dpt::ops::Reduction::sum);
-  loss2.backward();
+  dpt::autograd::backward(loss2);
   EXPECT_TRUE(w.grad().defined());
   EXPECT_EQ(calls[w.impl()], 1);
 }
@@ -88,7 +88,7 @@ TEST(GradReadyHook, LenetReportsTheLastLayersFirst) {
   std::vector<const dpt::TensorImpl*> order;
   {
     dpt::autograd::GradReadyHookGuard guard([&](const Tensor& leaf) { order.push_back(leaf.impl()); });
-    dpt::ops::cross_entropy(nn::lenet(X, params), y, dpt::ops::Reduction::sum).backward();
+    dpt::autograd::backward(dpt::ops::cross_entropy(nn::lenet(X, params), y, dpt::ops::Reduction::sum));
   }
   ASSERT_EQ(order.size(), params.size());
   // The output layer's weight is ready before the first convolution's.
@@ -136,7 +136,7 @@ Gradients lenet_gradients(int n, size_t bucket_bytes) {
   pool.run_all([&](int rank) {
     auto [X, y] = random_images(kThreadSanitizer ? 4 : 8, 100 + rank);  // each rank its own shard
     const auto backward = [&] {
-      dpt::ops::cross_entropy(nn::lenet(X, params[rank]), y, dpt::ops::Reduction::sum).backward();
+      dpt::autograd::backward(dpt::ops::cross_entropy(nn::lenet(X, params[rank]), y, dpt::ops::Reduction::sum));
     };
     if (bucketers.empty()) {
       backward();
@@ -207,7 +207,7 @@ TEST(BucketedAllreduce, AFailingRankReleasesThePeersAndReportsItsOwnError) {
       bucketers[rank]->backward_and_allreduce(
           [&] {
             if (rank == 1) throw std::runtime_error("rank 1 broke in backward");
-            dpt::ops::cross_entropy(nn::lenet(X, params[rank]), y, dpt::ops::Reduction::sum).backward();
+            dpt::autograd::backward(dpt::ops::cross_entropy(nn::lenet(X, params[rank]), y, dpt::ops::Reduction::sum));
           },
           1.0f);
     });

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/device.h"
 #include "dpt/core/random.h"
@@ -74,7 +75,7 @@ void expect_replicas_bit_identical(const std::vector<std::vector<Tensor>>& repli
     for (size_t i = 0; i < replicas[0].size(); ++i) {
       EXPECT_EQ(std::memcmp(replicas[r][i].data<float>(), replicas[0][i].data<float>(), replicas[0][i].bytes()), 0)
           << what << " " << i << " (" << replicas[0][i].name() << "): replica " << r << " differs from replica 0";
-      EXPECT_NE(replicas[r][i].impl()->storage, replicas[0][i].impl()->storage) << "replicas share storage";
+      EXPECT_NE(&replicas[r][i].storage(), &replicas[0][i].storage()) << "replicas share storage";
     }
   }
 }
@@ -153,7 +154,7 @@ TEST_P(ConciseEquivalenceTest, ThreeMomentumStepsOnNDevicesMatchThePlainModule) 
     for (const auto& [X, y] : batches) {
       plain_sgd.zero_grad();
       const Tensor loss = dpt::ops::cross_entropy((*plain)(X), y, dpt::ops::Reduction::mean);
-      loss.backward();
+      dpt::autograd::backward(loss);
       plain_sgd.step();
       reference_loss.push_back(loss.item());
       reference.push_back(snapshot(plain->parameters()));
@@ -314,7 +315,7 @@ TEST(DataParallelPartialBatch, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDev
     DataParallel three = make_parallel(master->clone(), 3, algorithm);
     // Stale gradients on the idle replica must not leak into the sum.
     const std::vector<std::vector<Tensor>> params3 = three.replica_parameters();
-    for (const Tensor& p : params3[2]) p.impl()->grad = Tensor::full(p.shape(), 1.0f).impl_ptr();
+    for (const Tensor& p : params3[2]) p.set_grad(Tensor::full(p.shape(), 1.0f));
     const dpt::train::StepResult a = two.forward_backward(X, y);
     const dpt::train::StepResult b = three.forward_backward(X, y);
     EXPECT_EQ(b.examples, 2);

@@ -338,9 +338,9 @@ TEST(Allreduce, GradientsAreSummedAndAMissingGradientCountsAsZero) {
     params[rank] = {Tensor::zeros({2, 3}).set_requires_grad(true), Tensor::zeros({4}).set_requires_grad(true)};
   }
   // Rank 0 has both gradients; rank 1 only the first (the loss did not reach the second).
-  params[0][0].impl()->grad = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}).impl_ptr();
-  params[0][1].impl()->grad = Tensor::from_vector({7, 8, 9, 10}, {4}).impl_ptr();
-  params[1][0].impl()->grad = Tensor::from_vector({10, 20, 30, 40, 50, 60}, {2, 3}).impl_ptr();
+  params[0][0].set_grad(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}));
+  params[0][1].set_grad(Tensor::from_vector({7, 8, 9, 10}, {4}));
+  params[1][0].set_grad(Tensor::from_vector({10, 20, 30, 40, 50, 60}, {2, 3}));
   std::vector<std::vector<float>> flat(n);
   run_with_timeout(kHangTimeout, [&] {
     r.pool.run_all([&](int rank) { dpt::parallel::allreduce_gradients(*r.comm, rank, params[rank], flat[rank]); });
@@ -389,7 +389,7 @@ void expect_split(int64_t batch, int devices, const std::vector<int64_t>& expect
     EXPECT_EQ(std::memcmp(sy.data<int64_t>(), labels + begin, static_cast<size_t>(rows) * sizeof(int64_t)), 0)
         << "shard " << i;
     // A shard is a copy, not a view: a device writing to it cannot touch the batch.
-    EXPECT_NE(sx.impl()->storage, X.impl()->storage);
+    EXPECT_NE(&sx.storage(), &X.storage());
     begin += rows;
   }
   EXPECT_EQ(begin, batch);
@@ -430,7 +430,7 @@ TEST(Replicate, GivesEqualValuesInSeparateStorageRequiringGrad) {
     EXPECT_TRUE(copy[i].requires_grad());
     EXPECT_FALSE(copy[i].grad().defined());
     EXPECT_EQ(std::memcmp(copy[i].data<float>(), params[i].data<float>(), params[i].bytes()), 0);
-    EXPECT_NE(copy[i].impl()->storage, params[i].impl()->storage);
+    EXPECT_NE(&copy[i].storage(), &params[i].storage());
     // Writing to the replica leaves the original alone.
     const float before = params[i].data<float>()[0];
     copy[i].data<float>()[0] = before + 1.0f;
@@ -605,7 +605,7 @@ void expect_replicas_bit_identical(const dpt::train::ScratchTrainer& trainer) {
     for (size_t i = 0; i < replicas[0].size(); ++i) {
       EXPECT_EQ(std::memcmp(replicas[d][i].data<float>(), replicas[0][i].data<float>(), replicas[0][i].bytes()), 0)
           << "replica " << d << " differs from replica 0 in " << replicas[0][i].name();
-      EXPECT_NE(replicas[d][i].impl()->storage, replicas[0][i].impl()->storage) << "replicas share storage";
+      EXPECT_NE(&replicas[d][i].storage(), &replicas[0][i].storage()) << "replicas share storage";
     }
   }
 }

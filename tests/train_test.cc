@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "dpt/autograd/engine.h"
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/lenet.h"
@@ -52,7 +53,7 @@ TEST(LeNet, MapsImagesToTenLogits) {
 
 TEST(Sgd, StepsByLearningRateTimesGradientOverBatch) {
   Tensor w = Tensor::from_vector({1.0f, -2.0f}, {2}).set_requires_grad(true);
-  ops::cross_entropy(ops::reshape(w, {1, 2}), Tensor::from_labels({0}), ops::Reduction::sum).backward();
+  dpt::autograd::backward(ops::cross_entropy(ops::reshape(w, {1, 2}), Tensor::from_labels({0}), ops::Reduction::sum));
   const std::vector<float> grad = w.grad().to_vector();
   optim::sgd({w}, 0.5f, 4);
   EXPECT_FLOAT_EQ(w.to_vector()[0], 1.0f - 0.5f * grad[0] / 4);

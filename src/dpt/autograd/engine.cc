@@ -1,11 +1,11 @@
 #include "dpt/autograd/engine.h"
 
+#include <atomic>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "dpt/autograd/node.h"
-#include "dpt/ops/backend.h"
 
 namespace dpt::autograd {
 
@@ -13,13 +13,25 @@ namespace {
 thread_local bool t_grad_enabled = true;
 thread_local const GradReadyHook* t_grad_ready_hook = nullptr;
 
-// out += in, elementwise, on their device; both f32 of equal size.
-void add_into(const Tensor& out, const Tensor& in) { ops::backend_for(out).accumulate(out, in); }
+void add_on_host(const Tensor& into, const Tensor& from) {
+  if (into.device().kind != Device::Kind::cpu || from.device().kind != Device::Kind::cpu) {
+    throw std::logic_error("autograd: summing gradients on " + into.device().str() +
+                           " needs the ops layer's kernels (link dpt_ops)");
+  }
+  float* out = into.data<float>();
+  const float* in = from.data<float>();
+  for (int64_t i = 0; i < into.numel(); ++i) out[i] += in[i];
+}
 
-void check_grad_shape(const Node& node, const TensorImpl& input, const Tensor& grad) {
-  if (shape_numel(grad.shape()) != shape_numel(input.shape)) {
+std::atomic<GradientAdder> g_add_into{add_on_host};
+
+// into += from, elementwise, on their device.
+void add_into(const Tensor& into, const Tensor& from) { g_add_into.load()(into, from); }
+
+void check_grad_shape(const Node& node, const Tensor& input, const Tensor& grad) {
+  if (grad.numel() != input.numel()) {
     throw std::logic_error("autograd: " + node.op + " returned a gradient of shape " + shape_str(grad.shape()) +
-                           " for an input of shape " + shape_str(input.shape));
+                           " for an input of shape " + shape_str(input.shape()));
   }
 }
 
@@ -34,7 +46,7 @@ std::vector<Node*> reverse_topological_order(Node* root) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
       const auto& input = node->inputs[next++];
-      Node* producer = input ? input->grad_fn.get() : nullptr;
+      Node* producer = input.defined() ? input.grad_fn().get() : nullptr;
       if (producer && visited.insert(producer).second) stack.push_back({producer, 0});
     } else {
       order.push_back(node);
@@ -46,6 +58,8 @@ std::vector<Node*> reverse_topological_order(Node* root) {
 }  // namespace
 
 bool grad_enabled() { return t_grad_enabled; }
+
+void set_gradient_adder(GradientAdder adder) { g_add_into.store(adder); }
 
 GradReadyHookGuard::GradReadyHookGuard(GradReadyHook hook) : hook_(std::move(hook)), previous_(t_grad_ready_hook) {
   t_grad_ready_hook = &hook_;
@@ -67,10 +81,10 @@ void record(Tensor& output, std::string op, std::initializer_list<const Tensor*>
   auto node = std::make_shared<Node>();
   node->op = std::move(op);
   for (const Tensor* t : inputs) {
-    node->inputs.push_back(t && t->defined() && t->needs_grad() ? t->impl_ptr() : nullptr);
+    node->inputs.push_back(t && t->defined() && t->needs_grad() ? *t : Tensor());
   }
   node->backward = std::move(backward);
-  output.impl()->grad_fn = std::move(node);
+  output.set_grad_fn(std::move(node));
 }
 
 void backward(const Tensor& root) {
@@ -82,36 +96,36 @@ void backward(const Tensor& root) {
     throw std::invalid_argument("backward(): the loss does not depend on any tensor that requires grad");
   }
   const Tensor seed = Tensor::full(root.shape(), 1.0f, root.device());
-  if (!root.impl()->grad_fn) {  // the loss is itself a leaf
-    if (!root.impl()->grad)
-      root.impl()->grad = seed.impl_ptr();
+  if (!root.grad_fn()) {  // the loss is itself a leaf
+    if (!root.grad().defined())
+      root.set_grad(seed);
     else
-      add_into(Tensor(root.impl()->grad), seed);
+      add_into(root.grad(), seed);
     if (t_grad_ready_hook && root.requires_grad()) (*t_grad_ready_hook)(root);
     return;
   }
 
-  const std::vector<Node*> order = reverse_topological_order(root.impl()->grad_fn.get());
+  const std::vector<Node*> order = reverse_topological_order(root.grad_fn().get());
   // With a grad-ready hook: how many recorded uses of each leaf are still to be walked. A
   // leaf's gradient is final once the last node using it is done (or skipped).
   const GradReadyHook* hook = t_grad_ready_hook;
-  std::unordered_map<TensorImpl*, int> uses_left;
+  std::unordered_map<const TensorImpl*, int> uses_left;
+  const auto is_leaf = [](const Tensor& t) { return t.defined() && !t.grad_fn() && t.requires_grad(); };
   if (hook) {
     for (Node* node : order) {
-      for (const auto& input : node->inputs) {
-        if (input && !input->grad_fn && input->requires_grad) ++uses_left[input.get()];
+      for (const Tensor& input : node->inputs) {
+        if (is_leaf(input)) ++uses_left[input.impl()];
       }
     }
   }
   const auto leaf_uses_done = [&](Node* node) {
     if (!hook) return;
-    for (const auto& input : node->inputs) {
-      if (!input || input->grad_fn || !input->requires_grad) continue;
-      if (--uses_left[input.get()] == 0) (*hook)(Tensor(input));
+    for (const Tensor& input : node->inputs) {
+      if (is_leaf(input) && --uses_left[input.impl()] == 0) (*hook)(input);
     }
   };
 
-  std::unordered_map<Node*, Tensor> grad_of_output{{root.impl()->grad_fn.get(), seed}};
+  std::unordered_map<Node*, Tensor> grad_of_output{{root.grad_fn().get(), seed}};
   std::unordered_set<Node*> owned_sums;
   for (Node* node : order) {
     auto found = grad_of_output.find(node);
@@ -126,24 +140,23 @@ void backward(const Tensor& root) {
       throw std::logic_error("autograd: " + node->op + " returned the wrong number of gradients");
     }
     for (size_t i = 0; i < grads.size(); ++i) {
-      TensorImpl* input = node->inputs[i].get();
-      if (!input || !grads[i].defined()) continue;
-      check_grad_shape(*node, *input, grads[i]);
-      if (input->grad_fn) {
-        auto [slot, inserted] = grad_of_output.try_emplace(input->grad_fn.get(), grads[i]);
+      const Tensor& input = node->inputs[i];
+      if (!input.defined() || !grads[i].defined()) continue;
+      check_grad_shape(*node, input, grads[i]);
+      if (Node* producer = input.grad_fn().get()) {
+        auto [slot, inserted] = grad_of_output.try_emplace(producer, grads[i]);
         // The first gradient may alias a buffer an op still holds (reshape and add pass
         // theirs through), so a sum gets its own copy before anything is added into it.
         if (!inserted) {
-          if (owned_sums.insert(input->grad_fn.get()).second) slot->second = slot->second.clone();
+          if (owned_sums.insert(producer).second) slot->second = slot->second.clone();
           add_into(slot->second, grads[i]);
         }
-      } else if (input->requires_grad) {
-        if (!input->grad) {
-          Tensor fresh = grads[i].clone();  // never alias a buffer the graph still uses
-          fresh.impl()->shape = input->shape;
-          input->grad = fresh.impl_ptr();
+      } else if (input.requires_grad()) {
+        if (!input.grad().defined()) {
+          // A copy: never alias a buffer the graph still uses.
+          input.set_grad(grads[i].clone().with_shape(input.shape()));
         } else {
-          add_into(Tensor(input->grad), grads[i]);
+          add_into(input.grad(), grads[i]);
         }
       }
     }

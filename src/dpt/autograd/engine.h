@@ -27,6 +27,12 @@ class GradReadyHookGuard {
   const GradReadyHook* previous_;
 };
 
+// How backward adds a gradient into another (into += from: f32, equal size, one device).
+// The ops layer, above this one, installs its backends' kernels when the program starts;
+// until then host tensors are summed by a plain loop and device tensors refused.
+using GradientAdder = void (*)(const Tensor& into, const Tensor& from);
+void set_gradient_adder(GradientAdder adder);
+
 // Seeds d(root)/d(root) = 1, walks the recorded ops from root back to the leaves in reverse
 // topological order, and adds each leaf's gradient into its .grad(): gradients accumulate
 // across calls until zero_grad(), as in PyTorch.

@@ -19,7 +19,7 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>
 
 struct Node {
   std::string op;                                   // "conv2d", for errors and profiles
-  std::vector<std::shared_ptr<TensorImpl>> inputs;  // null where the input needs no grad
+  std::vector<Tensor> inputs;                       // undefined where the input needs no grad
   BackwardFn backward;
 };
 

@@ -6,9 +6,8 @@
 #include <new>
 #include <stdexcept>
 
-#include "dpt/autograd/engine.h"
 #include "dpt/core/allocator.h"
-#include "dpt/cuda/runtime.h"
+#include "dpt/core/device_memory.h"
 
 namespace dpt {
 
@@ -37,12 +36,12 @@ bool on_gpu(Device device) { return device.kind == Device::Kind::cuda; }
 Storage::Storage(size_t bytes, std::shared_ptr<const BackendLayout> layout)
     : data_(allocate_host(bytes)), bytes_(bytes), layout_(std::move(layout)) {}
 Storage::Storage(size_t bytes, Device device)
-    : data_(on_gpu(device) ? cuda::allocate(device.index, bytes) : allocate_host(bytes)),
+    : data_(on_gpu(device) ? device_memory(device).allocate(device.index, bytes) : allocate_host(bytes)),
       bytes_(bytes),
       device_(device) {}
 Storage::~Storage() {
   if (on_gpu(device_)) {
-    cuda::release(device_.index, data_, bytes_);
+    device_memory(device_).release(device_.index, data_, bytes_);
   } else {
     release_host(data_, bytes_);
   }
@@ -68,20 +67,25 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
   }
+  return from_storage(std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device),
+                      shape, dtype, device);
+}
+
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, Device device) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
-  impl->shape = shape;
-  impl->dtype = dtype;
-  impl->device = device;
+  impl->storage_ = std::move(storage);
+  impl->shape_ = shape;
+  impl->dtype_ = dtype;
+  impl->device_ = device;
   return Tensor(std::move(impl));
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
   if (on_gpu(device)) {
-    cuda::fill_zero(device.index, t.impl_->storage->raw_data(), t.bytes());
+    device_memory(device).fill_zero(device.index, t.storage().raw_data(), t.bytes());
   } else {
-    std::memset(t.impl_->storage->raw_data(), 0, t.bytes());
+    std::memset(t.storage().raw_data(), 0, t.bytes());
   }
   return t;
 }
@@ -119,21 +123,21 @@ int64_t Tensor::dim(int i) const {
   if (axis < 0 || axis >= n) {
     throw std::out_of_range("axis " + std::to_string(i) + " out of range for shape " + shape_str(shape()));
   }
-  return impl_->shape[axis];
+  return impl_->shape_[axis];
 }
 
 template <>
 float* Tensor::data<float>() const {
   if (dtype() != DType::f32)
     throw std::logic_error(std::string("data<float>() on a ") + dtype_name(dtype()) + " tensor");
-  return static_cast<float*>(impl_->storage->data(bytes()));
+  return static_cast<float*>(storage().data(bytes()));
 }
 
 template <>
 int64_t* Tensor::data<int64_t>() const {
   if (dtype() != DType::i64)
     throw std::logic_error(std::string("data<int64_t>() on a ") + dtype_name(dtype()) + " tensor");
-  return static_cast<int64_t*>(impl_->storage->data(bytes()));
+  return static_cast<int64_t*>(storage().data(bytes()));
 }
 
 float Tensor::item() const {
@@ -149,29 +153,53 @@ std::vector<float> Tensor::to_vector() const {
 }
 
 Tensor& Tensor::set_requires_grad(bool value) {
-  impl_->requires_grad = value;
+  impl_->requires_grad_ = value;
   return *this;
 }
 
-bool Tensor::needs_grad() const { return impl_->requires_grad || impl_->grad_fn != nullptr; }
+bool Tensor::needs_grad() const { return impl_->requires_grad_ || impl_->grad_fn_ != nullptr; }
 
-Tensor Tensor::grad() const { return Tensor(impl_->grad); }
+Tensor Tensor::grad() const { return Tensor(impl_->grad_); }
 
-void Tensor::zero_grad() const { impl_->grad.reset(); }
+void Tensor::zero_grad() const { impl_->grad_.reset(); }
 
-void Tensor::backward() const { autograd::backward(*this); }
+void Tensor::set_grad(const Tensor& grad) const {
+  if (grad.defined() && grad.shape() != shape()) {
+    throw std::invalid_argument("set_grad: gradient " + shape_str(grad.shape()) + " for a tensor of shape " +
+                                shape_str(shape()));
+  }
+  impl_->grad_ = grad.impl_;
+}
 
-Tensor Tensor::detach() const {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = impl_->storage;
-  impl->shape = impl_->shape;
-  impl->dtype = impl_->dtype;
-  impl->device = impl_->device;
-  return Tensor(std::move(impl));
+Tensor Tensor::ensure_grad() const {
+  if (!impl_->grad_) impl_->grad_ = zeros(shape(), DType::f32, device()).impl_;
+  return grad();
+}
+
+void Tensor::set_grad_fn(std::shared_ptr<autograd::Node> node) const { impl_->grad_fn_ = std::move(node); }
+
+Tensor Tensor::detach() const { return from_storage(impl_->storage_, shape(), dtype(), device()); }
+
+Tensor Tensor::with_shape(const Shape& shape) const {
+  if (shape_numel(shape) != numel()) {
+    throw std::invalid_argument("with_shape: " + shape_str(shape) + " does not hold the " + std::to_string(numel()) +
+                                " elements of " + shape_str(this->shape()));
+  }
+  return from_storage(impl_->storage_, shape, dtype(), device());
+}
+
+void Tensor::adopt_storage(const Tensor& moved) const {
+  if (moved.shape() != shape() || moved.dtype() != dtype()) {
+    throw std::invalid_argument("adopt_storage: " + shape_str(moved.shape()) + " for a tensor of shape " +
+                                shape_str(shape()));
+  }
+  impl_->storage_ = moved.impl_->storage_;
+  impl_->device_ = moved.device();
+  impl_->grad_.reset();
 }
 
 Tensor& Tensor::set_name(std::string name) {
-  impl_->name = std::move(name);
+  impl_->name_ = std::move(name);
   return *this;
 }
 
@@ -194,18 +222,18 @@ void Tensor::copy_from(const Tensor& src) const {
                                 " does not match destination " + shape_str(shape()) + " " + dtype_name(dtype()));
   }
   const Device to = device(), from = src.device();
-  Storage& dst_storage = *impl_->storage;
-  Storage& src_storage = *src.impl_->storage;
+  Storage& dst_storage = storage();
+  Storage& src_storage = src.storage();
   if (!on_gpu(to) && !on_gpu(from)) {
     std::memcpy(dst_storage.data(bytes()), src_storage.data(src.bytes()), bytes());
   } else if (!on_gpu(from)) {
-    cuda::copy_from_host(to.index, dst_storage.raw_data(), src_storage.data(src.bytes()), bytes());
+    device_memory(to).copy_from_host(to.index, dst_storage.raw_data(), src_storage.data(src.bytes()), bytes());
   } else if (!on_gpu(to)) {
-    cuda::copy_to_host(from.index, dst_storage.data(bytes()), src_storage.raw_data(), bytes());
+    device_memory(from).copy_to_host(from.index, dst_storage.data(bytes()), src_storage.raw_data(), bytes());
   } else if (to == from) {
-    cuda::copy_on_device(to.index, dst_storage.raw_data(), src_storage.raw_data(), bytes());
+    device_memory(to).copy_on_device(to.index, dst_storage.raw_data(), src_storage.raw_data(), bytes());
   } else {
-    cuda::copy_between_devices(to.index, dst_storage.raw_data(), from.index, src_storage.raw_data(), bytes());
+    device_memory(to).copy_between_devices(to.index, dst_storage.raw_data(), from.index, src_storage.raw_data(), bytes());
   }
 }
 

@@ -61,15 +61,19 @@ namespace autograd {
 struct Node;
 }
 
-struct TensorImpl {
-  std::shared_ptr<Storage> storage;
-  Shape shape;
-  DType dtype = DType::f32;
-  Device device;
-  bool requires_grad = false;               // a leaf whose .grad() backward fills
-  std::shared_ptr<TensorImpl> grad;         // accumulated gradient of a leaf
-  std::shared_ptr<autograd::Node> grad_fn;  // the op that produced this tensor, if recorded
-  std::string name;                         // optional, for error messages ("conv1.weight")
+// The state behind Tensor handles. Private: Tensor is the only way in, so that every
+// folder above core goes through the few operations below.
+class TensorImpl {
+ private:
+  friend class Tensor;
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+  Device device_;
+  bool requires_grad_ = false;               // a leaf whose .grad() backward fills
+  std::shared_ptr<TensorImpl> grad_;         // accumulated gradient of a leaf
+  std::shared_ptr<autograd::Node> grad_fn_;  // the op that produced this tensor, if recorded
+  std::string name_;                         // optional, for error messages ("conv1.weight")
 };
 
 class Tensor {
@@ -83,14 +87,16 @@ class Tensor {
   static Tensor full(const Shape& shape, float value, Device device = {});
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape, Device device = {});
   static Tensor from_labels(const std::vector<int64_t>& labels, Device device = {});
+  // A tensor over `storage` as it is (a backend's output in its own layout, say).
+  static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, Device device);
 
   bool defined() const { return impl_ != nullptr; }
-  const Shape& shape() const { return impl_->shape; }
+  const Shape& shape() const { return impl_->shape_; }
   int64_t dim(int i) const;  // size of axis i; negative i counts from the end
-  int64_t numel() const { return shape_numel(impl_->shape); }
-  int ndim() const { return static_cast<int>(impl_->shape.size()); }
-  DType dtype() const { return impl_->dtype; }
-  Device device() const { return impl_->device; }
+  int64_t numel() const { return shape_numel(impl_->shape_); }
+  int ndim() const { return static_cast<int>(impl_->shape_.size()); }
+  DType dtype() const { return impl_->dtype_; }
+  Device device() const { return impl_->device_; }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
 
   template <class T>
@@ -99,14 +105,24 @@ class Tensor {
   std::vector<float> to_vector() const;
 
   // Autograd.
-  bool requires_grad() const { return impl_->requires_grad; }
+  bool requires_grad() const { return impl_->requires_grad_; }
   Tensor& set_requires_grad(bool value);
   bool needs_grad() const;  // requires grad itself or was computed from one that does
   Tensor grad() const;      // undefined until a backward() reached this tensor
   void zero_grad() const;   // drops the accumulated gradient
-  void backward() const;    // this must be a one-element tensor (a loss)
-  Tensor detach() const;    // same storage, no history
-  const std::string& name() const { return impl_->name; }
+  // Sets the accumulated gradient (same shape; undefined drops it), as autograd and
+  // the allreduce do.
+  void set_grad(const Tensor& grad) const;
+  // The gradient, a zero one first if there is none yet (so that every replica passes
+  // the same buffer size to a collective).
+  Tensor ensure_grad() const;
+  // The recorded op that produced this tensor (null for a leaf or without recording).
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return impl_->grad_fn_; }
+  void set_grad_fn(std::shared_ptr<autograd::Node> node) const;
+  Tensor detach() const;  // same storage, no history
+  // A view of the same storage with another shape of as many elements (no history).
+  Tensor with_shape(const Shape& shape) const;
+  const std::string& name() const { return impl_->name_; }
   Tensor& set_name(std::string name);
 
   // A new tensor with its own copy of the data (no history).
@@ -117,7 +133,14 @@ class Tensor {
   // memory), else a copy (no history).
   Tensor to(Device device) const;
 
-  TensorImpl* impl() const { return impl_.get(); }
+  // The bytes behind this tensor, shared by its views.
+  Storage& storage() const { return *impl_->storage_; }
+  // Moves this tensor in place onto the storage and device of `moved` (same shape and
+  // dtype): every handle to it follows, as Module::to needs; the gradient is dropped.
+  void adopt_storage(const Tensor& moved) const;
+
+  // Identity: handles of one tensor share one impl (a key for maps of parameters).
+  const TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:

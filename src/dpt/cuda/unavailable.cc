@@ -1,10 +1,9 @@
 // A build without the CUDA toolkit: no GPU is usable, and whatever asks for one is told
-// why. (CMake compiles this file instead of runtime.cc and ops/cuda/ when nvcc is missing.)
+// why. (CMake compiles this file instead of runtime.cc and context.cc when nvcc is missing;
+// ops/ and parallel/ have their own *_unavailable.cc for their CUDA parts.)
 #include <stdexcept>
 
 #include "dpt/cuda/runtime.h"
-#include "dpt/ops/backend.h"
-#include "dpt/parallel/communicator.h"
 
 namespace dpt::cuda {
 
@@ -30,11 +29,3 @@ void fill_zero(int, void*, size_t) { unavailable(); }
 void synchronize(int) { unavailable(); }
 
 }  // namespace dpt::cuda
-
-namespace dpt::parallel {
-std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>&) { cuda::unavailable(); }
-}  // namespace dpt::parallel
-
-namespace dpt::ops {
-const Backend& cuda_backend() { cuda::unavailable(); }
-}  // namespace dpt::ops

@@ -21,10 +21,7 @@ namespace {
 // swapped for a copy on `device`.
 void move_in_place(const Tensor& t, Device device) {
   if (t.device() == device) return;
-  const Tensor moved = t.to(device);
-  t.impl()->storage = moved.impl()->storage;
-  t.impl()->device = device;
-  t.impl()->grad.reset();
+  t.adopt_storage(t.to(device));
 }
 }  // namespace
 

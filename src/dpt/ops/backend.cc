@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "dpt/autograd/engine.h"
+
 namespace dpt::ops {
 
 Tensor Backend::relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& pooling, const Tensor& relu_out,
@@ -21,5 +23,14 @@ Tensor Backend::pad_corner(const Tensor& /*grad*/, const Shape& /*x_shape*/) con
 }
 
 const Backend& backend_for(Device device) { return device.kind == Device::Kind::cuda ? cuda_backend() : cpu_backend(); }
+
+namespace {
+// Backward sums gradients with the backends' kernels, on whichever device they are: the
+// autograd layer, below this one, is told how when the program starts.
+const bool kGradientAdderInstalled = [] {
+  autograd::set_gradient_adder([](const Tensor& into, const Tensor& from) { backend_for(into).accumulate(into, from); });
+  return true;
+}();
+}  // namespace
 
 }  // namespace dpt::ops

@@ -28,13 +28,10 @@ Shape resolve_shape(const Tensor& x, const Shape& requested) {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   require(x.defined(), "reshape", "input is undefined");
-  Tensor out = x.detach();
-  out.impl()->shape = resolve_shape(x, shape);
+  Tensor out = x.with_shape(resolve_shape(x, shape));
   if (autograd::should_record({&x})) {
     autograd::record(out, "reshape", {&x}, [x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
-      Tensor grad_x = grad_out.detach();
-      grad_x.impl()->shape = x_shape;
-      return {grad_x};
+      return {grad_out.with_shape(x_shape)};
     });
   }
   return out;

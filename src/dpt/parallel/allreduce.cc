@@ -36,7 +36,7 @@ void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& 
   // GPU tensors are packed on their GPU. NCCL reduces them there; a host backend gets the
   // packed buffer copied to flat_buffer and back, one copy each way.
   const Tensor flat = Tensor::empty({static_cast<int64_t>(total)}, DType::f32, tensors[0].device());
-  auto* device_flat = static_cast<float*>(flat.impl()->storage->raw_data());
+  auto* device_flat = static_cast<float*>(flat.storage().raw_data());
   kernels.pack(tensors, device_flat);
   if (comm.reduces_device_memory()) {
     comm.allreduce_sum(rank, device_flat, total);
@@ -52,10 +52,7 @@ void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>
                          std::vector<float>& flat_buffer, float scale) {
   std::vector<Tensor> grads;
   grads.reserve(params.size());
-  for (const Tensor& p : params) {
-    if (!p.grad().defined()) p.impl()->grad = Tensor::zeros(p.shape(), DType::f32, p.device()).impl_ptr();
-    grads.push_back(p.grad());
-  }
+  for (const Tensor& p : params) grads.push_back(p.ensure_grad());
   allreduce_tensors(comm, rank, grads, flat_buffer, scale);
 }
 

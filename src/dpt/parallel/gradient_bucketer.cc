@@ -119,7 +119,7 @@ void GradientBucketer::launch(size_t b) {
       std::memcpy(flat_[b].data() + offset, p.grad().data<float>(), n * sizeof(float));
     } else {
       std::memset(flat_[b].data() + offset, 0, n * sizeof(float));
-      p.impl()->grad = Tensor::zeros(p.shape(), DType::f32, p.device()).impl_ptr();
+      p.ensure_grad();
     }
     offset += n;
   }

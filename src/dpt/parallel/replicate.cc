@@ -28,8 +28,8 @@ Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
   const Device host = device.kind == Device::Kind::cuda ? Device::cpu() : device;
   Tensor out = Tensor::empty(shape, t.dtype(), host);
   const size_t row_bytes = t.bytes() / static_cast<size_t>(t.dim(0));
-  std::memcpy(out.impl()->storage->data(out.bytes()),
-              static_cast<const char*>(t.impl()->storage->data(t.bytes())) + static_cast<size_t>(begin) * row_bytes,
+  std::memcpy(out.storage().data(out.bytes()),
+              static_cast<const char*>(t.storage().data(t.bytes())) + static_cast<size_t>(begin) * row_bytes,
               static_cast<size_t>(rows) * row_bytes);
   return out.to(device);
 }

@@ -41,7 +41,7 @@ Tensor scratch_buffer(const dnnl::memory::desc& desc) {
 }  // namespace
 
 dnnl::memory::desc current_layout(const Tensor& tensor, const dnnl::memory::desc& plain) {
-  const auto* layout = dynamic_cast<const DnnlLayout*>(tensor.impl()->storage->layout());
+  const auto* layout = dynamic_cast<const DnnlLayout*>(tensor.storage().layout());
   // A view whose shape differs from the one the layout was made for (a reshape) is read plain.
   if (layout && layout->blocked().dims() == plain.dims()) return layout->blocked();
   return plain;
@@ -50,7 +50,7 @@ dnnl::memory::desc current_layout(const Tensor& tensor, const dnnl::memory::desc
 dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
                              Tensor& scratch) {
   const dnnl::memory::desc current = current_layout(tensor, plain);
-  Storage& storage = *tensor.impl()->storage;
+  Storage& storage = tensor.storage();
   void* data = current == plain ? storage.data(tensor.bytes()) : storage.raw_data();
   dnnl::memory own(current, engine(), data);
   if (wanted == current) return own;
@@ -65,11 +65,10 @@ LaidOutTensor output_in_layout(const Shape& shape, const dnnl::memory::desc& pla
     Tensor t = Tensor::empty(shape);
     return {t, as_memory(plain, t)};
   }
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(wanted.get_size(), std::make_shared<DnnlLayout>(wanted, plain));
-  impl->shape = shape;
-  dnnl::memory memory(wanted, engine(), impl->storage->raw_data());
-  return {Tensor(std::move(impl)), memory};
+  Tensor t = Tensor::from_storage(
+      std::make_shared<Storage>(wanted.get_size(), std::make_shared<DnnlLayout>(wanted, plain)), shape, DType::f32, {});
+  dnnl::memory memory(wanted, engine(), t.storage().raw_data());
+  return {t, memory};
 }
 
 dnnl::memory scratch_output(const Tensor& output, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,

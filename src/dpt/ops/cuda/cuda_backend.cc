@@ -127,7 +127,7 @@ class CudaBackend final : public Backend {
     const Tensor bad_host = bad.to(Device::cpu());  // waits for the kernel
     const int64_t index = bad_host.data<int64_t>()[0];
     if (index < n) {
-      const Tensor label = Tensor(labels.impl_ptr()).to(Device::cpu());
+      const Tensor label = labels.to(Device::cpu());
       throw std::invalid_argument("cross_entropy: label " + std::to_string(label.data<int64_t>()[index]) +
                                   " at index " + std::to_string(index) + " is outside [0, " + std::to_string(k) + ")");
     }

@@ -13,8 +13,8 @@
 namespace dpt::ops::cuda {
 
 // The device address of a tensor on a GPU (its storage is never in a backend layout).
-inline float* f32(const Tensor& t) { return static_cast<float*>(t.impl()->storage->raw_data()); }
-inline int64_t* i64(const Tensor& t) { return static_cast<int64_t*>(t.impl()->storage->raw_data()); }
+inline float* f32(const Tensor& t) { return static_cast<float*>(t.storage().raw_data()); }
+inline int64_t* i64(const Tensor& t) { return static_cast<int64_t*>(t.storage().raw_data()); }
 // The context of the GPU the tensor is on (current on this thread from now on).
 inline dpt::cuda::Context& context_of(const Tensor& t) { return dpt::cuda::context(t.device().index); }
 
