@@ -726,6 +726,30 @@ TEST_P(EquivalenceTest, ThreeStepsOnTwoDevicesMatchOneDevice) {
 INSTANTIATE_TEST_SUITE_P(Allreduce, EquivalenceTest, ::testing::Values("naive", "ring"),
                          [](const auto& info) { return std::string(info.param); });
 
+// Both APIs run on one replica engine, so the from-scratch trainer takes an epoch's last
+// batch smaller than its devices as DataParallel does: the first devices compute, the idle
+// one joins the allreduce adding nothing, and the step is exactly the 2-device step.
+TEST(ScratchTrainer, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDevices) {
+  for (const char* algorithm : {"naive", "ring"}) {
+    SCOPED_TRACE(algorithm);
+    const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/5);
+    const auto [X, y] = random_images(2, /*seed=*/9);
+    dpt::train::ScratchTrainer two(config_for(2, algorithm), initial_params);
+    dpt::train::ScratchTrainer three(config_for(3, algorithm), initial_params);
+    dpt::train::StepResult a, b;
+    run_with_timeout(kHangTimeout, [&] {
+      a = two.train_batch(X, y);
+      b = three.train_batch(X, y);
+    });
+    EXPECT_EQ(b.examples, 2);
+    EXPECT_EQ(b.loss_sum, a.loss_sum);
+    EXPECT_EQ(b.correct, a.correct);
+    expect_replicas_bit_identical(three);
+    EXPECT_EQ(snapshot(three.device_params()[2]), snapshot(two.device_params()[0]));
+    expect_params_moved(snapshot(three.device_params()[2]), snapshot(initial_params), initial_params);
+  }
+}
+
 // A shard that fails on one device (a bad label in the last rows) must end the step on
 // every device with that device's error, not hang the others in the allreduce.
 TEST(ScratchTrainer, AFailingDeviceEndsTheStepEverywhere) {

@@ -135,9 +135,9 @@ NamedTensor get_tensor(Reader& r, const std::string& source, std::string& group)
   return t;
 }
 
-nlohmann::json history_json(const std::vector<train::EpochStats>& history) {
+nlohmann::json history_json(const std::vector<EpochStats>& history) {
   nlohmann::json list = nlohmann::json::array();
-  for (const train::EpochStats& s : history) {
+  for (const EpochStats& s : history) {
     list.push_back({{"epoch", s.epoch},
                     {"train_loss", s.train_loss},
                     {"train_acc", s.train_acc},
@@ -155,10 +155,10 @@ double number(const nlohmann::json& value) {
   return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
 }
 
-std::vector<train::EpochStats> history_from(const nlohmann::json& list) {
-  std::vector<train::EpochStats> history;
+std::vector<EpochStats> history_from(const nlohmann::json& list) {
+  std::vector<EpochStats> history;
   for (const nlohmann::json& e : list) {
-    train::EpochStats s;
+    EpochStats s;
     s.epoch = e.at("epoch").get<int>();
     s.train_loss = number(e.at("train_loss"));
     s.train_acc = number(e.at("train_acc"));

@@ -15,8 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "dpt/checkpoint/epoch_stats.h"
 #include "dpt/core/tensor.h"
-#include "dpt/train/stats.h"
+#include "dpt/parallel/step_result.h"
 
 namespace dpt::checkpoint {
 
@@ -52,9 +53,9 @@ struct Checkpoint {
   std::vector<std::string> devices;  // written on; informational (any device count loads)
 
   Position position;
-  train::StepResult epoch_sum;  // the steps of the current epoch so far
+  parallel::StepResult epoch_sum;  // the steps of the current epoch so far
   double epoch_seconds = 0;     // training time of the current epoch so far
-  std::vector<train::EpochStats> history;
+  std::vector<EpochStats> history;
 
   std::vector<NamedTensor> params;
   std::vector<NamedTensor> buffers;   // e.g. BatchNorm running statistics

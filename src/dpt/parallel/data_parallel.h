@@ -21,36 +21,26 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/data/loader.h"
 #include "dpt/nn/module.h"
-#include "dpt/parallel/communicator.h"
-#include "dpt/parallel/device_pool.h"
-#include "dpt/parallel/gradient_bucketer.h"
-#include "dpt/parallel/replicate.h"
-#include "dpt/train/stats.h"
+#include "dpt/parallel/replica_group.h"
 
 namespace dpt::parallel {
 
-struct DataParallelOptions {
-  std::string allreduce = "ring";  // in-process algorithm: naive | ring
-  int cores = available_cores();   // split between the CPU devices
-  double bucket_mb = 0;            // 0: one allreduce after backward, no overlap
-  ProcessGroup process_group;      // distributed: one device per process
-};
+using DataParallelOptions = ReplicaGroupOptions;
 
 class DataParallel {
  public:
   DataParallel(std::unique_ptr<nn::Module> module, std::vector<Device> devices, const std::string& allreduce = "ring",
                int cores = available_cores());
   DataParallel(std::unique_ptr<nn::Module> module, std::vector<Device> devices, DataParallelOptions options);
-  ~DataParallel();
 
   // Forward, summed cross-entropy and backward of (X, y) split over the devices, then
   // the gradient allreduce scaled by 1 / batch, and the running-statistics average. A
   // batch of B < N examples (an epoch's last) runs on the first B devices alone. The
   // gradients are this batch's alone: any earlier ones are zeroed first.
-  train::StepResult forward_backward(const Tensor& X, const Tensor& y);
+  StepResult forward_backward(const Tensor& X, const Tensor& y);
   // The same for a batch from a data::BatchLoader: in a multi-process job, this process's
   // shard of a global batch of batch.global_size examples (possibly an empty shard).
-  train::StepResult forward_backward(const data::Batch& batch);
+  StepResult forward_backward(const data::Batch& batch);
 
   // Predictions right over `data`, each batch split across the devices as above (in a
   // multi-process job across the processes, and the counts summed).
@@ -58,29 +48,22 @@ class DataParallel {
 
   // One parameter list per replica, in the same order: what optim::SGD steps.
   std::vector<std::vector<Tensor>> replica_parameters() const;
-  nn::Module& module() { return *replicas_[0]; }
-  const nn::Module& replica(size_t i) const { return *replicas_[i]; }
-  const std::vector<Device>& devices() const { return pool_.devices(); }
-  const ProcessGroup& process_group() const { return options_.process_group; }
-  Communicator& communicator() { return *comm_; }
+  nn::Module& module() { return *modules_[0]; }
+  const nn::Module& replica(size_t i) const { return *modules_[i]; }
+  const std::vector<Device>& devices() const { return group_->devices(); }
+  const ProcessGroup& process_group() const { return group_->process_group(); }
+  Communicator& communicator() { return group_->communicator(); }
+  ReplicaGroup& group() { return *group_; }
   // The bucketer of local device `i` (null when bucket_mb is 0).
-  const GradientBucketer* bucketer(size_t i) const { return bucketers_.empty() ? nullptr : bucketers_[i].get(); }
+  const GradientBucketer* bucketer(size_t i) const { return group_->bucketer(i); }
   void train(bool on = true);
   void eval() { train(false); }
 
  private:
-  // Runs forward/backward on the local devices, `shards[i]` on device i (an empty shard
-  // joins the collectives with zero gradients); `global_batch` and `active` (the ranks
-  // with examples) are the job's.
-  train::StepResult step(const std::vector<Shard>& shards, int64_t global_batch, int active);
-  int global_rank(int local) const { return options_.process_group.rank + local; }
+  StepResult step(const std::vector<Shard>& shards, int64_t global_batch);
 
-  DataParallelOptions options_;
-  DevicePool pool_;
-  std::shared_ptr<Communicator> comm_;
-  std::vector<std::unique_ptr<nn::Module>> replicas_;
-  std::vector<std::vector<float>> flat_buffers_;              // one per device, reused every step
-  std::vector<std::unique_ptr<GradientBucketer>> bucketers_;  // one per device when bucketing
+  std::vector<std::unique_ptr<nn::Module>> modules_;  // one replica per device
+  std::unique_ptr<ReplicaGroup> group_;
 };
 
 }  // namespace dpt::parallel

@@ -15,8 +15,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
-#include "dpt/parallel/gradient_bucketer.h"
-#include "dpt/parallel/replicate.h"
+#include "dpt/parallel/replica_group.h"
 #include "dpt/train/stats.h"
 #include "dpt/train/training_loop.h"
 
@@ -38,7 +37,8 @@ struct ScratchConfig {
 // Checks the parts of a config a user can get wrong, with a message naming the flag.
 void validate(const ScratchConfig& config);
 
-// Holds the device workers, the communicator and one parameter replica per device.
+// The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which
+// holds the device workers, the communicator and one parameter replica per device.
 class ScratchTrainer : public Trainable {
  public:
   ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params);
@@ -68,22 +68,18 @@ class ScratchTrainer : public Trainable {
   void load_state(const checkpoint::Checkpoint& from, const std::string& source) override;
 
   const std::vector<std::vector<Tensor>>& device_params() const { return device_params_; }
-  const std::vector<Device>& devices() const { return pool_.devices(); }
-  parallel::Communicator& communicator() { return *comm_; }
+  const std::vector<Device>& devices() const { return group_.devices(); }
+  parallel::Communicator& communicator() { return group_.communicator(); }
 
  private:
-  // Forward, backward and gradient allreduce of shards[i] on local device i.
+  // The lesson's step on the shards of one global batch: forward, summed loss and backward
+  // on every device, then the gradient allreduce (a sum: sgd divides by the batch).
   StepResult run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch);
-  int global_rank(int local) const { return config_.process_group.rank + local; }
 
   ScratchConfig config_;
-  parallel::DevicePool pool_;
-  std::shared_ptr<parallel::Communicator> comm_;
-  std::vector<std::vector<Tensor>> device_params_;
-  std::vector<std::vector<float>> grad_buffers_;  // one flat allreduce buffer per device
-  int64_t pending_batch_ = 0;                     // global batch of the gradients not yet applied
-  // One per device with --bucket-mb; declared last, so destroyed (threads joined) first.
-  std::vector<std::unique_ptr<parallel::GradientBucketer>> bucketers_;
+  std::vector<std::vector<Tensor>> device_params_;  // the lesson's replicate(): one per device
+  parallel::ReplicaGroup group_;
+  int64_t pending_batch_ = 0;  // global batch of the gradients not yet applied
 };
 
 struct TrainSummary {

@@ -1,0 +1,17 @@
+// What one epoch of training showed: reporters print, log and plot these, and checkpoints
+// keep the history of them.
+#pragma once
+
+namespace dpt::checkpoint {
+
+struct EpochStats {
+  int epoch = 0;  // 1-based
+  double train_loss = 0;
+  double train_acc = 0;
+  double test_acc = 0;
+  double seconds = 0;  // training only, as the lesson times it
+  double examples_per_sec = 0;
+  double eval_seconds = 0;  // the test-set evaluation after the epoch, timed apart
+};
+
+}  // namespace dpt::checkpoint

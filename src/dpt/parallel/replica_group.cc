@@ -1,0 +1,157 @@
+#include "dpt/parallel/replica_group.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "dpt/autograd/engine.h"
+#include "dpt/ops/ops.h"
+#include "dpt/parallel/allreduce.h"
+#include "dpt/parallel/device_list.h"
+#include "dpt/parallel/process_group.h"
+
+namespace dpt::parallel {
+
+void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
+  if (devices.empty()) throw std::invalid_argument("`devices` names no device");
+  check_devices_for_training(devices, options.process_group, options.bucket_mb);
+  if (options.process_group.distributed() && devices.size() != 1) {
+    throw std::invalid_argument("a multi-process job runs one device per process, got `devices` with " +
+                                std::to_string(devices.size()) +
+                                "; name one device (`devices` cpu:1) and start more processes (mpirun -np N)");
+  }
+}
+
+namespace {
+std::shared_ptr<Communicator> communicator_for(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
+  check_replica_devices(devices, options);
+  if (options.process_group.distributed()) return options.process_group.comm;
+  return make_communicator(devices, options.allreduce);
+}
+}  // namespace
+
+ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTensors> replicas,
+                           ReplicaGroupOptions options)
+    : options_(std::move(options)),
+      pool_(devices, options_.cores),
+      comm_(communicator_for(devices, options_)),
+      replicas_(std::move(replicas)),
+      flat_buffers_(devices.size()) {
+  if (replicas_.size() != devices.size()) {
+    throw std::invalid_argument("ReplicaGroup: " + std::to_string(replicas_.size()) + " replicas for " +
+                                std::to_string(devices.size()) + " devices");
+  }
+  if (const size_t bytes = bucket_bytes_from_mb(options_.bucket_mb); bytes > 0) {
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      bucketers_.push_back(
+          std::make_unique<GradientBucketer>(*comm_, global_rank(static_cast<int>(i)), replicas_[i].params, bytes));
+    }
+  }
+  // One failing device must release its peers from the allreduce instead of hanging them.
+  pool_.set_abort_hook([this] { comm_->abort("another device failed during the step"); });
+  if (options_.process_group.distributed()) broadcast_from_root();
+}
+
+// The bucketers' communication threads go before the pool and the communicator they use.
+ReplicaGroup::~ReplicaGroup() { bucketers_.clear(); }
+
+void ReplicaGroup::broadcast_from_root() {
+  pool_.run_on(0, [&] {
+    for (const auto* list : {&replicas_[0].params, &replicas_[0].buffers}) {
+      for (const Tensor& t : *list) comm_->broadcast(global_rank(0), t.data<float>(), t.numel(), 0);
+    }
+  });
+}
+
+std::vector<Shard> ReplicaGroup::scatter(const Tensor& X, const Tensor& y) const {
+  if (options_.process_group.distributed()) {
+    throw std::logic_error(
+        "ReplicaGroup: in a multi-process job pass the data::Batch of a sharded BatchLoader, which knows the global "
+        "batch size");
+  }
+  return split_batch(X, y, devices_for(devices(), X.dim(0)));
+}
+
+std::vector<Shard> ReplicaGroup::scatter(const data::Batch& batch) const {
+  if (!options_.process_group.distributed()) return scatter(batch.images, batch.labels);
+  return {Shard{batch.images, batch.labels}};
+}
+
+int ReplicaGroup::active_replicas(int64_t examples) const {
+  // split_batch and a sharded loader both give the first min(B, N) replicas examples.
+  const int64_t replicas = static_cast<int64_t>(options_.process_group.size()) * pool_.size();
+  return static_cast<int>(std::min(examples, replicas));
+}
+
+StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
+                              float gradient_scale) {
+  std::vector<StepResult> per_device(replicas_.size());
+  const float buffer_scale = 1.0f / static_cast<float>(std::max(1, active_replicas(global_batch)));
+  pool_.run_all([&](int device) {
+    const bool has_examples = device < static_cast<int>(shards.size()) && shards[device].X.dim(0) > 0;
+    const ReplicaTensors& replica = replicas_[device];
+    ShardOutput out;
+    compute_and_allreduce(device, has_examples ? &shards[device] : nullptr, forward, gradient_scale, out);
+    if (!replica.buffers.empty()) {
+      allreduce_tensors(*comm_, global_rank(device), replica.buffers, flat_buffers_[device], buffer_scale);
+    }
+    if (has_examples) {
+      const Shard& shard = shards[device];
+      per_device[device] = {out.loss_sum.item(), ops::count_correct(out.logits.detach(), shard.y), shard.X.dim(0)};
+    }
+  });
+  StepResult total;
+  for (const StepResult& part : per_device) total += part;
+  return options_.process_group.distributed() ? job_figures(total) : total;
+}
+
+void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
+                                         ShardOutput& out) {
+  const ReplicaTensors& replica = replicas_[device];
+  // An earlier step's gradient is already summed over the replicas: allreducing it again
+  // would count it N times, so every step starts from zero.
+  for (const Tensor& p : replica.params) p.zero_grad();
+  // A replica without examples still joins the collectives, adding nothing: no gradient
+  // (zeros) and zeroed buffers, so that the buffer average is over the active replicas.
+  if (shard == nullptr) {
+    for (const Tensor& b : replica.buffers) b.copy_from(Tensor::zeros(b.shape(), DType::f32, b.device()));
+  }
+  std::function<void()> forward_and_backward;
+  if (shard != nullptr) {
+    forward_and_backward = [&] {
+      out = forward(device, *shard);
+      autograd::backward(out.loss_sum);
+    };
+  }
+  if (!bucketers_.empty()) {  // the sums allreduced while backward runs
+    bucketers_[device]->backward_and_allreduce(forward_and_backward, scale);
+    return;
+  }
+  if (forward_and_backward) forward_and_backward();
+  allreduce_gradients(*comm_, global_rank(device), replica.params, flat_buffers_[device], scale);
+}
+
+StepResult ReplicaGroup::job_figures(const StepResult& local) {
+  // Every process reports the job's figures, as one process on N devices would. The loss
+  // is summed in float as each device's is; the counts as integers, exact at any size.
+  float loss = static_cast<float>(local.loss_sum);
+  int64_t counts[2] = {local.correct, local.examples};
+  pool_.run_on(0, [&] {
+    comm_->allreduce(global_rank(0), &loss, 1, ReduceOp::sum);
+    comm_->allreduce(global_rank(0), counts, 2, ReduceOp::sum);
+  });
+  return {loss, counts[0], counts[1]};
+}
+
+void ReplicaGroup::update(const std::function<void(int device)>& apply) { pool_.run_all(apply); }
+
+int64_t ReplicaGroup::count_correct(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward) {
+  return count_correct_split(pool_, *comm_, options_.process_group, data, batch_size, forward);
+}
+
+int ReplicaGroup::agree_on_stop(int signal) const { return parallel::agree_on_stop(options_.process_group, signal); }
+
+std::vector<std::string> ReplicaGroup::device_names() const {
+  return parallel::device_names(devices(), options_.process_group);
+}
+
+}  // namespace dpt::parallel

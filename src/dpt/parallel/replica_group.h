@@ -1,0 +1,122 @@
+// ReplicaGroup: the data-parallel engine both training APIs drive. It owns one worker per
+// local device (DevicePool), the communicator joining every replica of the job (the local
+// devices, or in a multi-process job the processes), and one replica of the model's
+// tensors per device. A step is always the same five moves:
+//   scatter   each device gets its shard of the batch (split_batch, or this process's
+//             shard of a global batch); a device may get none (an epoch's last batch);
+//   compute   forward and summed loss through the caller's callback, then backward, on
+//             every device at once;
+//   allreduce the gradients summed over all replicas, times the caller's scale, as one
+//             flat buffer after backward or in buckets while backward runs;
+//   average   the buffers (BatchNorm running statistics) over the replicas with examples;
+//   update    the same optimizer step on every replica (update()).
+// Control data (the step's figures, evaluation counts, the stop request) travels on typed
+// collectives: integers as integers, never as float sums.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpt/core/tensor.h"
+#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/loader.h"
+#include "dpt/parallel/communicator.h"
+#include "dpt/parallel/device_pool.h"
+#include "dpt/parallel/gradient_bucketer.h"
+#include "dpt/parallel/replicate.h"
+#include "dpt/parallel/split_evaluation.h"
+#include "dpt/parallel/step_result.h"
+
+namespace dpt::parallel {
+
+struct ReplicaGroupOptions {
+  std::string allreduce = "ring";  // in-process algorithm: naive | ring
+  int cores = available_cores();   // split between the CPU devices
+  double bucket_mb = 0;            // 0: one allreduce after backward, no overlap
+  ProcessGroup process_group;      // distributed: one device per process
+};
+
+// What a replica holds that the group keeps equal: parameters (their gradients are
+// allreduced, their initial values broadcast from rank 0) and buffers (averaged after each
+// step, broadcast from rank 0 at the start).
+struct ReplicaTensors {
+  std::vector<Tensor> params;
+  std::vector<Tensor> buffers;
+};
+
+// One device's forward pass on its shard: the logits and the loss summed over the shard's
+// examples (a one-element tensor the group runs backward from).
+struct ShardOutput {
+  Tensor logits;
+  Tensor loss_sum;
+};
+using ShardForward = std::function<ShardOutput(int device, const Shard& shard)>;
+
+// Throws std::invalid_argument unless `devices` can form one group under `options`: not
+// empty, one device per process in a multi-process job, kinds that train together.
+void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options);
+
+class ReplicaGroup {
+ public:
+  // replicas[i] lives on devices[i]. In a multi-process job every process starts from rank
+  // 0's parameters and buffers, whatever each initialised.
+  ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTensors> replicas, ReplicaGroupOptions options);
+  ~ReplicaGroup();
+  ReplicaGroup(const ReplicaGroup&) = delete;
+  ReplicaGroup& operator=(const ReplicaGroup&) = delete;
+
+  // The shards of a batch: (X, y) split over the local devices (a batch of B < N examples
+  // over the first B), or in a multi-process job the loader's shard for this process.
+  std::vector<Shard> scatter(const Tensor& X, const Tensor& y) const;
+  std::vector<Shard> scatter(const data::Batch& batch) const;
+
+  // Forward, backward and gradient allreduce of `shards` (shards[i] on local device i; a
+  // missing or empty shard joins the collectives with zero gradients and zeroed buffers).
+  // Every parameter's gradient ends as the sum over the job's `global_batch` examples
+  // times `gradient_scale`; the buffers as their mean over the replicas with examples.
+  // Earlier gradients are dropped first. Returns the job's figures (every rank the same).
+  StepResult step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
+                  float gradient_scale);
+
+  // Runs `apply(device)` on every local device's worker at once: the identical update.
+  void update(const std::function<void(int device)>& apply);
+
+  // Examples of `data` the replicas classify right, every device and process evaluating
+  // its shard of each batch, the counts summed over the job.
+  int64_t count_correct(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward);
+
+  // The stop request every process acts on after this step (see parallel::agree_on_stop).
+  int agree_on_stop(int signal) const;
+
+  const std::vector<Device>& devices() const { return pool_.devices(); }
+  const ReplicaTensors& replica(size_t i) const { return replicas_[i]; }
+  size_t num_replicas() const { return replicas_.size(); }
+  const ProcessGroup& process_group() const { return options_.process_group; }
+  Communicator& communicator() { return *comm_; }
+  // The bucketer of local device `i` (null without buckets).
+  const GradientBucketer* bucketer(size_t i) const { return bucketers_.empty() ? nullptr : bucketers_[i].get(); }
+  // The names of the job's devices ("cpu:0", or "rank 1 cpu:0" in a multi-process job).
+  std::vector<std::string> device_names() const;
+
+ private:
+  int global_rank(int local) const { return options_.process_group.rank + local; }
+  // The replicas that have examples in a global batch of `examples`.
+  int active_replicas(int64_t examples) const;
+  void broadcast_from_root();
+  void compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
+                             ShardOutput& out);
+  StepResult job_figures(const StepResult& local);
+
+  ReplicaGroupOptions options_;
+  DevicePool pool_;
+  std::shared_ptr<Communicator> comm_;
+  std::vector<ReplicaTensors> replicas_;
+  std::vector<std::vector<float>> flat_buffers_;  // one per device, reused every step
+  // One per device with buckets; declared last, so destroyed (threads joined) first.
+  std::vector<std::unique_ptr<GradientBucketer>> bucketers_;
+};
+
+}  // namespace dpt::parallel
