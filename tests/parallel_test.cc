@@ -38,7 +38,9 @@
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/parallel/replicate.h"
+#include "dpt/parallel/ring_schedule.h"
 #include "dpt/train/train_from_scratch.h"
+#include "support/reduce_expectations.h"
 #include "test_support.h"
 
 using dpt::Device;
@@ -49,6 +51,7 @@ using dpt::parallel::CollectiveAborted;
 using dpt::parallel::Communicator;
 using dpt::parallel::DevicePool;
 using dpt::parallel::make_in_process_communicator;
+using dpt::parallel::ReduceOp;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -313,9 +316,84 @@ INSTANTIATE_TEST_SUITE_P(InProcess, CollectiveTest,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// Every ReduceOp on f32 and i64, against reduce_serially's direct expectation, on every
+// rank, for counts not divisible by n and smaller than n (empty ring chunks).
+template <class T>
+void expect_allreduce_equals_serial(Ranks& r, int n, ReduceOp op, size_t count) {
+  const DType type = std::is_same_v<T, float> ? DType::f32 : DType::i64;
+  SCOPED_TRACE(dpt::testing_support::op_type_name(op, type) + ", count " + std::to_string(count));
+  std::vector<std::vector<T>> inputs(n);
+  for (int rank = 0; rank < n; ++rank) inputs[rank] = dpt::testing_support::reduce_test_input<T>(count, rank, count);
+  std::vector<std::vector<T>> buffers = inputs;
+  r.pool.run_all([&](int rank) { r.comm->allreduce(rank, buffers[rank].data(), count, op); });
+  const std::vector<T> expected = dpt::testing_support::reduce_serially(inputs, op);
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(buffers[rank], expected) << "rank " << rank;
+}
+
+TEST_P(CollectiveTest, EveryReduceOpOnF32AndI64EqualsTheSerialReductionOnEveryRank) {
+  const int n = ranks();
+  Ranks r(algorithm(), n);
+  std::set<size_t> sizes = {1, 7, 100, 4097};
+  if (n > 1) sizes.insert(static_cast<size_t>(n - 1));
+  sizes.insert(static_cast<size_t>(n + 1));
+  run_with_timeout(kHangTimeout, [&] {
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+      for (const size_t count : sizes) {
+        expect_allreduce_equals_serial<float>(r, n, op, count);
+        expect_allreduce_equals_serial<int64_t>(r, n, op, count);
+      }
+    }
+  });
+}
+
+TEST_P(CollectiveTest, I64BroadcastCopiesTheRootsBufferAndCountsItsBytes) {
+  const int n = ranks();
+  const int root = n - 1;
+  Ranks r(algorithm(), n);
+  const size_t count = 33;
+  std::vector<std::vector<int64_t>> buffers(n);
+  for (int rank = 0; rank < n; ++rank) buffers[rank] = dpt::testing_support::reduce_test_input<int64_t>(count, rank, 5);
+  const std::vector<int64_t> expected = buffers[root];
+  std::vector<size_t> before(n);
+  for (int rank = 0; rank < n; ++rank) before[rank] = r.comm->bytes_received(rank);
+  run_with_timeout(kHangTimeout, [&] {
+    r.pool.run_all([&](int rank) { r.comm->broadcast(rank, buffers[rank].data(), count, root); });
+  });
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_EQ(buffers[rank], expected) << "rank " << rank;
+    EXPECT_EQ(r.comm->bytes_received(rank) - before[rank], rank == root ? 0 : count * sizeof(int64_t));
+  }
+}
+
 TEST(Communicator, RejectsUnknownAlgorithmAndNoRanks) {
   EXPECT_INVALID_ARGUMENT(make_in_process_communicator("tree", 2), "unknown allreduce algorithm 'tree'");
   EXPECT_INVALID_ARGUMENT(make_in_process_communicator("ring", 0), "at least one rank");
+}
+
+// The ring's chunks tile the buffer in order, and each step's send is the receive of the
+// right neighbour, in both phases (what lets one schedule serve threads and processes).
+TEST(RingSchedule, ChunksTileTheBufferAndNeighboursStepsMatch) {
+  for (int n = 1; n <= 5; ++n) {
+    for (const size_t count : {size_t{0}, size_t{1}, size_t{4}, size_t{7}, size_t{100}}) {
+      size_t next = 0;
+      for (int c = 0; c < n; ++c) {
+        const dpt::parallel::ring::Range range = dpt::parallel::ring::chunk(c, count, n);
+        EXPECT_EQ(range.begin, next);
+        EXPECT_EQ(range.size(), ring_chunk_size(count, n, c));
+        next = range.end;
+      }
+      EXPECT_EQ(next, count);
+      for (int rank = 0; rank < n; ++rank) {
+        for (int step = 0; step + 1 < n; ++step) {
+          const int right = (rank + 1) % n;
+          for (const auto phase : {dpt::parallel::ring::reduce_scatter_step, dpt::parallel::ring::all_gather_step}) {
+            EXPECT_EQ(phase(rank, step, n, count).send.begin, phase(right, step, n, count).receive.begin);
+            EXPECT_EQ(phase(rank, step, n, count).send.end, phase(right, step, n, count).receive.end);
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@
 
 #include "dpt/cuda/runtime.h"
 #include "dpt/ops/backend.h"
-#include "dpt/parallel/communicator.h"
 
 namespace dpt::cuda {
 
@@ -30,10 +29,6 @@ void fill_zero(int, void*, size_t) { unavailable(); }
 void synchronize(int) { unavailable(); }
 
 }  // namespace dpt::cuda
-
-namespace dpt::parallel {
-std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<Device>&) { cuda::unavailable(); }
-}  // namespace dpt::parallel
 
 namespace dpt::ops {
 const Backend& cuda_backend() { cuda::unavailable(); }
