@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +38,7 @@
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/device_pool.h"
+#include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/ring_schedule.h"
 #include "dpt/train/train_from_scratch.h"
@@ -394,6 +396,34 @@ TEST(RingSchedule, ChunksTileTheBufferAndNeighboursStepsMatch) {
       }
     }
   }
+}
+
+// agree_on_stop: SIGINT on rank 1 and SIGTERM on rank 2 in the same step. The old rule
+// averaged the signal numbers (round(17 / 2) = 9, SIGKILL, on rank 0); every rank must act
+// on one agreed signal, the largest: SIGTERM.
+TEST(AgreeOnStop, EveryRankReturnsTheSameSignalTheLargestAnyRankGot) {
+  constexpr int n = 3;
+  std::shared_ptr<Communicator> comm = make_in_process_communicator("ring", n);
+  const auto agree = [&](std::vector<int> signals) {
+    std::vector<int> agreed(n, -1);
+    run_with_timeout(kHangTimeout, [&] {
+      std::vector<std::thread> threads;
+      for (int rank = 0; rank < n; ++rank) {
+        threads.emplace_back([&, rank] {
+          agreed[rank] = dpt::parallel::agree_on_stop(dpt::parallel::ProcessGroup{comm, rank}, signals[rank]);
+        });
+      }
+      for (std::thread& t : threads) t.join();
+    });
+    return agreed;
+  };
+  const std::vector<int> both = agree({0, SIGINT, SIGTERM});
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(both[rank], SIGTERM) << "rank " << rank;
+  const std::vector<int> one = agree({0, SIGINT, 0});
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(one[rank], SIGINT) << "rank " << rank;
+  const std::vector<int> none = agree({0, 0, 0});
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(none[rank], 0) << "rank " << rank;
+  EXPECT_EQ(dpt::parallel::agree_on_stop(dpt::parallel::ProcessGroup{}, SIGINT), SIGINT);  // no job
 }
 
 // ---------------------------------------------------------------------------------------
