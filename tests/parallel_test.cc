@@ -41,7 +41,9 @@
 #include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/ring_schedule.h"
+#include "dpt/train/stop_request.h"
 #include "dpt/train/train_from_scratch.h"
+#include "support/fault_injecting_communicator.h"
 #include "support/reduce_expectations.h"
 #include "test_support.h"
 
@@ -424,6 +426,100 @@ TEST(AgreeOnStop, EveryRankReturnsTheSameSignalTheLargestAnyRankGot) {
   const std::vector<int> none = agree({0, 0, 0});
   for (int rank = 0; rank < n; ++rank) EXPECT_EQ(none[rank], 0) << "rank " << rank;
   EXPECT_EQ(dpt::parallel::agree_on_stop(dpt::parallel::ProcessGroup{}, SIGINT), SIGINT);  // no job
+}
+
+// ---------------------------------------------------------------------------------------
+// Test-only fault injection (tests/support/fault_injecting_communicator.h).
+
+using dpt::testing_support::Fault;
+using dpt::testing_support::FaultInjectingCommunicator;
+using dpt::testing_support::FaultMode;
+using dpt::testing_support::parse_fault_spec;
+
+TEST(FaultInjection, ParsesOneOrSeveralFaultsAndRefusesTyposNamingTheForm) {
+  EXPECT_TRUE(parse_fault_spec("").empty());
+  const std::vector<Fault> faults = parse_fault_spec("1:5:sigint,2:7:sigterm");
+  ASSERT_EQ(faults.size(), 2u);
+  EXPECT_EQ(faults[0].rank, 1);
+  EXPECT_EQ(faults[0].call, 5);
+  EXPECT_EQ(faults[0].mode, FaultMode::sigint);
+  EXPECT_EQ(faults[1].rank, 2);
+  EXPECT_EQ(faults[1].call, 7);
+  EXPECT_EQ(faults[1].mode, FaultMode::sigterm);
+  EXPECT_EQ(parse_fault_spec("0:1:exit")[0].mode, FaultMode::exit);
+  EXPECT_EQ(parse_fault_spec("0:1:hang")[0].mode, FaultMode::hang);
+  EXPECT_EQ(parse_fault_spec("0:1:throw")[0].mode, FaultMode::throw_error);
+  for (const char* bad : {"1:5", "1:0:exit", "x:5:exit", "1:5:explode", "1:5:exit,", "1:5:exitx", "-1:5:exit"}) {
+    EXPECT_INVALID_ARGUMENT(parse_fault_spec(bad), "DPT_TEST_MPI_FAULT must be RANK:CALL:MODE");
+  }
+}
+
+// Rank 1 throws on entering its 3rd allreduce: the pool's abort hook aborts the wrapped
+// communicator, which releases ranks 0 and 2 (blocked in that allreduce) with
+// CollectiveAborted, and run_all rethrows rank 1's error. Up to then every call is
+// forwarded, with the right sums.
+TEST(FaultInjection, AThrowOnOneRankReleasesThePeersWithCollectiveAborted) {
+  constexpr int n = 3;
+  auto comm = std::make_shared<FaultInjectingCommunicator>(std::shared_ptr<Communicator>(make_in_process_communicator("ring", n)),
+                                                           parse_fault_spec("1:3:throw"));
+  DevicePool pool(cpu_devices(n), n);
+  pool.set_abort_hook([&] { comm->abort("a rank failed"); });
+  std::vector<std::atomic<int>> completed(n);
+  std::vector<std::atomic<int>> aborted(n);
+  run_with_timeout(kHangTimeout, [&] {
+    try {
+      pool.run_all([&](int rank) {
+        for (int call = 1; call <= 5; ++call) {
+          int64_t value = rank + 1;
+          try {
+            comm->allreduce(rank, &value, 1, ReduceOp::sum);
+          } catch (const CollectiveAborted&) {
+            aborted[rank] = call;
+            throw;
+          }
+          if (value != 6) throw std::logic_error("wrong sum " + std::to_string(value));
+          completed[rank] = call;
+        }
+      });
+      ADD_FAILURE() << "run_all returned normally although rank 1 threw";
+    } catch (const CollectiveAborted& e) {
+      ADD_FAILURE() << "a peer's CollectiveAborted was rethrown: " << e.what();
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "injected error (DPT_TEST_MPI_FAULT) in allreduce 3");
+    }
+  });
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(completed[rank].load(), 2) << "rank " << rank;
+  EXPECT_EQ(aborted[0].load(), 3);
+  EXPECT_EQ(aborted[1].load(), 0);  // it threw the injected error, not CollectiveAborted
+  EXPECT_EQ(aborted[2].load(), 3);
+}
+
+// sigint: the signal reaches the process (here the stop handler dptrain installs), and the
+// collective still completes normally.
+TEST(FaultInjection, ASignalFaultRaisesTheSignalAndCompletesTheCollective) {
+  constexpr int n = 2;
+  auto comm = std::make_shared<FaultInjectingCommunicator>(std::shared_ptr<Communicator>(make_in_process_communicator("naive", n)),
+                                                           parse_fault_spec("1:2:sigint"));
+  dpt::train::install_stop_handlers();
+  dpt::train::request_stop(0);
+  std::vector<std::vector<float>> buffers(n);
+  run_with_timeout(kHangTimeout, [&] {
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < n; ++rank) {
+      threads.emplace_back([&, rank] {
+        for (int call = 1; call <= 2; ++call) {
+          buffers[rank] = {static_cast<float>(rank), 1.5f};
+          comm->allreduce(rank, buffers[rank].data(), 2, ReduceOp::max);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  });
+  EXPECT_EQ(dpt::train::stop_signal(), SIGINT);
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(buffers[rank], (std::vector<float>{1.0f, 1.5f})) << "rank " << rank;
+  dpt::train::request_stop(0);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 // ---------------------------------------------------------------------------------------
