@@ -91,14 +91,14 @@ inline std::string config_error_of(const std::function<void()>& f) {
 
 }  // namespace dpt::testing_support
 
-// Expects `statement` to throw ConfigError about `field` whose what() contains `text`.
-#define EXPECT_CONFIG_ERROR(statement, field, text)          \
+// Expects `statement` to throw ConfigError about `field_name` whose what() contains `text`.
+#define EXPECT_CONFIG_ERROR(statement, field_name, text)     \
   EXPECT_THROW(                                              \
       {                                                      \
         try {                                                \
           statement;                                         \
         } catch (const ::dpt::ConfigError& e) {              \
-          EXPECT_EQ(e.field(), field);                       \
+          EXPECT_EQ(e.field(), field_name);                  \
           EXPECT_THAT(e.what(), ::testing::HasSubstr(text)); \
           throw;                                             \
         }                                                    \
