@@ -663,14 +663,14 @@ TEST(DeviceList, ParsesCountsAndCpuForms) {
 TEST(DeviceList, RejectsMalformedTextAndAbsentDevices) {
   using dpt::parallel::parse_device_list;
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0", 0), "not present");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0", 0), "--devices cpu:N");  // names the fix
+  EXPECT_CONFIG_ERROR(parse_device_list("cuda:0", 0), "devices", "`devices` cpu:N");  // names the fix
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:2", 2), "not present");
   EXPECT_INVALID_ARGUMENT(parse_device_list("3", 2), "not present");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:0", 0), "cpu:N needs N >= 1");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:x", 0), "cpu:N needs N >= 1");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:-2", 0), "cpu:N needs N >= 1");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("gpu:1", 0), "bad --devices 'gpu:1': expected cpu:N");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("", 0), "bad --devices '': expected cpu:N");
+  EXPECT_CONFIG_ERROR(parse_device_list("gpu:1", 0), "devices", "bad `devices` 'gpu:1': expected cpu:N");
+  EXPECT_CONFIG_ERROR(parse_device_list("", 0), "devices", "bad `devices` '': expected cpu:N");
   EXPECT_INVALID_ARGUMENT(parse_device_list("0", 0), "need at least one device");
   EXPECT_INVALID_ARGUMENT(parse_device_list("-1", 0), "need at least one device");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0,", 1), "expected cpu:N");
@@ -987,8 +987,8 @@ TEST(ScratchTrainer, RejectsABadConfig) {
   EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params), "unknown allreduce algorithm");
   config = config_for(4, "ring");
   config.batch_size = 3;
-  EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params),
-                          "--batch-size 3 is smaller than the 4 devices");
+  EXPECT_CONFIG_ERROR((void)dpt::train::ScratchTrainer(config, params), "batch_size",
+                      "`batch_size` 3 is smaller than the 4 devices");
 }
 
 }  // namespace

@@ -20,11 +20,7 @@ namespace {
 std::shared_ptr<Communicator> communicator_for(const DataParallelOptions& options, const std::vector<Device>& devices) {
   check_devices_for_training(devices, options.process_group, options.bucket_mb);
   if (!options.process_group.distributed()) return make_communicator(devices, options.allreduce);
-  if (devices.size() != 1) {
-    throw std::invalid_argument("a multi-process job runs one device per process, got " +
-                                std::to_string(devices.size()) +
-                                " devices in this process; use --devices cpu:1 and more processes");
-  }
+  check_one_device_per_process(devices, options.process_group);
   return options.process_group.comm;
 }
 }  // namespace

@@ -5,6 +5,7 @@
 // ring does the same additions in the same order as the in-process ring, so N processes
 // compute bit for bit what one process on N devices computes.
 #include "dpt/parallel/mpi_communicator.h"
+#include "dpt/core/config_error.h"
 
 #include <mpi.h>
 
@@ -76,7 +77,8 @@ class MpiCommunicator final : public Communicator {
       throw std::invalid_argument("unknown allreduce algorithm '" + algorithm + "': expected naive or ring");
     }
     if (!(timeout_seconds > 0)) {
-      throw std::invalid_argument("--collective-timeout must be > 0 seconds, got " + std::to_string(timeout_seconds));
+      throw ConfigError("collective_timeout",
+                        "`collective_timeout` must be > 0 seconds, got " + std::to_string(timeout_seconds));
     }
     // Our own communicator: our messages can never match another library's.
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
@@ -219,7 +221,7 @@ class MpiCommunicator final : public Communicator {
                                 std::to_string(size_) + " timed out after " + format_seconds(seconds) +
                                 " s waiting for " +
                                 (peer >= 0 ? "rank " + std::to_string(peer) : std::string("the other ranks")) +
-                                ", which has died or hangs (--collective-timeout sets the limit)");
+                                ", which has died or hangs (`collective_timeout` sets the limit)");
       }
       // A large message moves only while both ends poll (shared-memory fragments), so the
       // first milliseconds poll flat out, yielding to this process's compute thread; a wait

@@ -14,38 +14,10 @@
 #include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/split_evaluation.h"
+#include "dpt/train/config.h"
 #include "dpt/train/timer.h"
 
 namespace dpt::train {
-
-void validate(const ScratchConfig& config) {
-  if (config.epochs < 1)
-    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
-  if (config.batch_size < 1) {
-    throw std::invalid_argument("--batch-size must be positive, got " + std::to_string(config.batch_size));
-  }
-  optim::check_learning_rate(config.lr);
-  if (config.devices.empty()) throw std::invalid_argument("--devices names no device");
-  parallel::check_devices_for_training(config.devices, config.process_group, config.bucket_mb);
-  if (config.process_group.distributed()) {
-    if (config.devices.size() != 1) {
-      throw std::invalid_argument("--dist mpi runs one device per process, got --devices with " +
-                                  std::to_string(config.devices.size()) +
-                                  "; use --devices cpu:1 and start more processes (mpirun -np N)");
-    }
-    if (config.batch_size < config.process_group.size()) {
-      throw std::invalid_argument("--batch-size " + std::to_string(config.batch_size) + " is smaller than the " +
-                                  std::to_string(config.process_group.size()) +
-                                  " processes: every process needs at least one example per batch");
-    }
-  }
-  parallel::bucket_bytes_from_mb(config.bucket_mb);  // throws for a bad --bucket-mb
-  if (config.batch_size < static_cast<int64_t>(config.devices.size())) {
-    throw std::invalid_argument("--batch-size " + std::to_string(config.batch_size) + " is smaller than the " +
-                                std::to_string(config.devices.size()) +
-                                " devices: every device needs at least one example per batch");
-  }
-}
 
 namespace {
 const ScratchConfig& validated(const ScratchConfig& config) {
@@ -89,7 +61,7 @@ StepResult ScratchTrainer::compute_batch_gradients(const data::Batch& batch) {
   if (!group.distributed()) return compute_gradients(batch.images, batch.labels);
   if (batch.global_size < group.size()) {  // as split_batch refuses it on N devices
     throw std::invalid_argument("a batch of " + std::to_string(batch.global_size) + " examples cannot be split over " +
-                                std::to_string(group.size()) + " processes; use a batch size and --train-limit " +
+                                std::to_string(group.size()) + " processes; use a `batch_size` and `train_limit` " +
                                 "that leave every process at least one example per batch");
   }
   const StepResult local = run_step({{batch.images, batch.labels}}, batch.global_size);
@@ -172,7 +144,7 @@ void ScratchTrainer::load_state(const checkpoint::Checkpoint& from, const std::s
   if (!from.buffers.empty() || !from.momentum.empty()) {
     throw checkpoint::CheckpointError("checkpoint " + source +
                                       " holds buffers or momentum, which the from-scratch LeNet has none of; "
-                                      "it was written by --api concise");
+                                      "it was written by `api` concise");
   }
 }
 

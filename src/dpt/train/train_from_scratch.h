@@ -35,9 +35,6 @@ struct ScratchConfig {
   parallel::ProcessGroup process_group;     // a multi-process job (--dist mpi): one device per process
 };
 
-// Checks the parts of a config a user can get wrong, with a message naming the flag.
-void validate(const ScratchConfig& config);
-
 // Holds the device workers, the communicator and one parameter replica per device.
 class ScratchTrainer : public Trainable {
  public:
