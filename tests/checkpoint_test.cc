@@ -199,7 +199,7 @@ TEST(CheckpointFormat, CopyIntoChecksNamesAndShapes) {
               checkpoint::copy_into(c.params, {{"W1", w}}, "parameters", "f.ckpt");
             }),
             "checkpoint f.ckpt holds 2 parameters but the model has 1; it was written for another model (check "
-            "--model and --api)");
+            "`model` and `api`)");
   Tensor wide = Tensor::zeros({2, 4});
   EXPECT_EQ(error_of<CheckpointError>([&] {
               checkpoint::copy_into(c.params, {{"W1", wide}, {"b1", b}}, "parameters", "f.ckpt");
@@ -257,7 +257,7 @@ TEST(CheckpointDir, SkipsADamagedNewestFileAndKeepsThePrevious) {
 TEST(CheckpointDir, ExplainsAnEmptyOrMissingDirectory) {
   EXPECT_EQ(error_of<CheckpointError>([&] { checkpoint::load_latest(fresh_dir("none")); }),
             "no usable checkpoint in " + fresh_dir("none").string() +
-                " (no step-*.ckpt files; train with --checkpoint-dir first)");
+                " (no step-*.ckpt files; train with `checkpoint_dir` first)");
   EXPECT_THAT(error_of<std::runtime_error>([] { checkpoint::save("/proc/no/such/dir", sample()); }),
               HasSubstr("cannot create checkpoint directory /proc/no/such/dir"));
 }

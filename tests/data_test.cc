@@ -288,7 +288,7 @@ TEST(FashionMnist, MissingDirectory) {
   EXPECT_EQ(data_error_of([&] { load_fashion_mnist(missing, Split::train); }),
             "Fashion-MNIST directory '" + missing.string() +
                 "' does not exist; install the Debian package dataset-fashion-mnist "
-                "(apt-get install dataset-fashion-mnist) or pass --data DIR");
+                "(apt-get install dataset-fashion-mnist) or pass `data_dir` DIR");
 }
 
 TEST(FashionMnist, MissingFile) {
@@ -298,7 +298,7 @@ TEST(FashionMnist, MissingFile) {
   EXPECT_EQ(data_error_of([&] { load_fashion_mnist(dir.path(), Split::train); }),
             "Fashion-MNIST file 'train-labels-idx1-ubyte.gz' (or 'train-labels-idx1-ubyte') is missing in '" +
                 dir.path().string() +
-                "'; reinstall the Debian package dataset-fashion-mnist or pass --data DIR with a complete copy");
+                "'; reinstall the Debian package dataset-fashion-mnist or pass `data_dir` DIR with a complete copy");
 }
 
 TEST(FashionMnist, CountMismatch) {

@@ -342,9 +342,9 @@ TEST(InitWeights, ParseInit) {
   EXPECT_EQ(nn::parse_init("lesson"), nn::Init::lesson);
   EXPECT_EQ(nn::parse_init("kaiming"), nn::Init::kaiming);
   EXPECT_EQ(nn::parse_init("xavier"), nn::Init::xavier);
-  EXPECT_INVALID_ARGUMENT(nn::parse_init("he"), "unknown init 'he': expected lesson, kaiming or xavier");
-  EXPECT_INVALID_ARGUMENT(nn::parse_init("Kaiming"), "unknown init 'Kaiming'");
-  EXPECT_INVALID_ARGUMENT(nn::parse_init(""), "unknown init ''");
+  EXPECT_CONFIG_ERROR(nn::parse_init("he"), "init", "`init` must be lesson, kaiming or xavier, got 'he'");
+  EXPECT_CONFIG_ERROR(nn::parse_init("Kaiming"), "init", "got 'Kaiming'");
+  EXPECT_CONFIG_ERROR(nn::parse_init(""), "init", "got ''");
 }
 
 // ---------------------------------------------------------------------------------------

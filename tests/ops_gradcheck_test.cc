@@ -40,6 +40,7 @@
 
 #include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
+#include "dpt/core/config_error.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/ops/ops.h"
@@ -459,8 +460,9 @@ TEST(Conv2dBf16, PrecisionNamesAreChecked) {
   try {
     dpt::ops::parse_conv_precision("fp16");
     ADD_FAILURE() << "fp16 was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "--precision must be fp32 or bf16, got 'fp16'");
+  } catch (const dpt::ConfigError& e) {
+    EXPECT_EQ(e.field(), "precision");
+    EXPECT_STREQ(e.what(), "`precision` must be fp32 or bf16, got 'fp16'");
   }
 }
 

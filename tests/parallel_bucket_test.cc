@@ -108,7 +108,7 @@ TEST(AssignBuckets, FillsFromTheLastParameterAndClosesABucketOnceFull) {
   EXPECT_EQ(assign_buckets(params, 0), (std::vector<std::vector<size_t>>{{3, 2, 1, 0}}));
   EXPECT_EQ(assign_buckets(params, 1), (std::vector<std::vector<size_t>>{{3}, {2}, {1}, {0}}));
   EXPECT_EQ(dpt::parallel::bucket_bytes_from_mb(0.5), 512u * 1024u);
-  EXPECT_INVALID_ARGUMENT(dpt::parallel::bucket_bytes_from_mb(-1), "--bucket-mb must be a number >= 0");
+  EXPECT_CONFIG_ERROR(dpt::parallel::bucket_bytes_from_mb(-1), "bucket_mb", "`bucket_mb` must be a number >= 0");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -450,7 +450,7 @@ TEST(ConciseTrain, RejectsNoEpochsAndStopsOnDivergence) {
   {
     DataParallel net = make_parallel(kaiming_lenet(1), 2);
     optim::SGD sgd(net.replica_parameters(), {0.1f, 0.0f, 0.0f});
-    EXPECT_INVALID_ARGUMENT(dpt::train::train(net, sgd, data, data, config), "--epochs must be at least 1, got 0");
+    EXPECT_CONFIG_ERROR(dpt::train::train(net, sgd, data, data, config), "epochs", "`epochs` must be at least 1, got 0");
   }
   // A NaN in the model (as a too-large lr eventually produces) makes the first loss NaN:
   // train() must stop there, naming the step, instead of training on garbage.
@@ -465,8 +465,8 @@ TEST(ConciseTrain, RejectsNoEpochsAndStopsOnDivergence) {
     ADD_FAILURE() << "training on a NaN loss did not stop";
   } catch (const dpt::train::DivergenceError& e) {
     EXPECT_STREQ(e.what(),
-                 "training diverged in epoch 1, step 1: the loss is nan. Lower --lr (now 0.250000), check the "
-                 "input data, or pass --on-nan skip to drop such steps and go on");
+                 "training diverged in epoch 1, step 1: the loss is nan. Lower `lr` (now 0.250000), check the "
+                 "input data, or pass `on_nan` skip to drop such steps and go on");
   }
   EXPECT_EQ(epochs_done, 0);
 }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -37,8 +38,13 @@
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/device_pool.h"
+#include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replicate.h"
+#include "dpt/parallel/ring_schedule.h"
+#include "dpt/train/stop_request.h"
 #include "dpt/train/train_from_scratch.h"
+#include "support/fault_injecting_communicator.h"
+#include "support/reduce_expectations.h"
 #include "test_support.h"
 
 using dpt::Device;
@@ -49,6 +55,7 @@ using dpt::parallel::CollectiveAborted;
 using dpt::parallel::Communicator;
 using dpt::parallel::DevicePool;
 using dpt::parallel::make_in_process_communicator;
+using dpt::parallel::ReduceOp;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -313,9 +320,206 @@ INSTANTIATE_TEST_SUITE_P(InProcess, CollectiveTest,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// Every ReduceOp on f32 and i64, against reduce_serially's direct expectation, on every
+// rank, for counts not divisible by n and smaller than n (empty ring chunks).
+template <class T>
+void expect_allreduce_equals_serial(Ranks& r, int n, ReduceOp op, size_t count) {
+  const DType type = std::is_same_v<T, float> ? DType::f32 : DType::i64;
+  SCOPED_TRACE(dpt::testing_support::op_type_name(op, type) + ", count " + std::to_string(count));
+  std::vector<std::vector<T>> inputs(n);
+  for (int rank = 0; rank < n; ++rank) inputs[rank] = dpt::testing_support::reduce_test_input<T>(count, rank, count);
+  std::vector<std::vector<T>> buffers = inputs;
+  r.pool.run_all([&](int rank) { r.comm->allreduce(rank, buffers[rank].data(), count, op); });
+  const std::vector<T> expected = dpt::testing_support::reduce_serially(inputs, op);
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(buffers[rank], expected) << "rank " << rank;
+}
+
+TEST_P(CollectiveTest, EveryReduceOpOnF32AndI64EqualsTheSerialReductionOnEveryRank) {
+  const int n = ranks();
+  Ranks r(algorithm(), n);
+  std::set<size_t> sizes = {1, 7, 100, 4097};
+  if (n > 1) sizes.insert(static_cast<size_t>(n - 1));
+  sizes.insert(static_cast<size_t>(n + 1));
+  run_with_timeout(kHangTimeout, [&] {
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+      for (const size_t count : sizes) {
+        expect_allreduce_equals_serial<float>(r, n, op, count);
+        expect_allreduce_equals_serial<int64_t>(r, n, op, count);
+      }
+    }
+  });
+}
+
+TEST_P(CollectiveTest, I64BroadcastCopiesTheRootsBufferAndCountsItsBytes) {
+  const int n = ranks();
+  const int root = n - 1;
+  Ranks r(algorithm(), n);
+  const size_t count = 33;
+  std::vector<std::vector<int64_t>> buffers(n);
+  for (int rank = 0; rank < n; ++rank) buffers[rank] = dpt::testing_support::reduce_test_input<int64_t>(count, rank, 5);
+  const std::vector<int64_t> expected = buffers[root];
+  std::vector<size_t> before(n);
+  for (int rank = 0; rank < n; ++rank) before[rank] = r.comm->bytes_received(rank);
+  run_with_timeout(kHangTimeout, [&] {
+    r.pool.run_all([&](int rank) { r.comm->broadcast(rank, buffers[rank].data(), count, root); });
+  });
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_EQ(buffers[rank], expected) << "rank " << rank;
+    EXPECT_EQ(r.comm->bytes_received(rank) - before[rank], rank == root ? 0 : count * sizeof(int64_t));
+  }
+}
+
 TEST(Communicator, RejectsUnknownAlgorithmAndNoRanks) {
   EXPECT_INVALID_ARGUMENT(make_in_process_communicator("tree", 2), "unknown allreduce algorithm 'tree'");
   EXPECT_INVALID_ARGUMENT(make_in_process_communicator("ring", 0), "at least one rank");
+}
+
+// The ring's chunks tile the buffer in order, and each step's send is the receive of the
+// right neighbour, in both phases (what lets one schedule serve threads and processes).
+TEST(RingSchedule, ChunksTileTheBufferAndNeighboursStepsMatch) {
+  for (int n = 1; n <= 5; ++n) {
+    for (const size_t count : {size_t{0}, size_t{1}, size_t{4}, size_t{7}, size_t{100}}) {
+      size_t next = 0;
+      for (int c = 0; c < n; ++c) {
+        const dpt::parallel::ring::Range range = dpt::parallel::ring::chunk(c, count, n);
+        EXPECT_EQ(range.begin, next);
+        EXPECT_EQ(range.size(), ring_chunk_size(count, n, c));
+        next = range.end;
+      }
+      EXPECT_EQ(next, count);
+      for (int rank = 0; rank < n; ++rank) {
+        for (int step = 0; step + 1 < n; ++step) {
+          const int right = (rank + 1) % n;
+          for (const auto phase : {dpt::parallel::ring::reduce_scatter_step, dpt::parallel::ring::all_gather_step}) {
+            EXPECT_EQ(phase(rank, step, n, count).send.begin, phase(right, step, n, count).receive.begin);
+            EXPECT_EQ(phase(rank, step, n, count).send.end, phase(right, step, n, count).receive.end);
+          }
+        }
+      }
+    }
+  }
+}
+
+// agree_on_stop: SIGINT on rank 1 and SIGTERM on rank 2 in the same step. The old rule
+// averaged the signal numbers (round(17 / 2) = 9, SIGKILL, on rank 0); every rank must act
+// on one agreed signal, the largest: SIGTERM.
+TEST(AgreeOnStop, EveryRankReturnsTheSameSignalTheLargestAnyRankGot) {
+  constexpr int n = 3;
+  std::shared_ptr<Communicator> comm = make_in_process_communicator("ring", n);
+  const auto agree = [&](std::vector<int> signals) {
+    std::vector<int> agreed(n, -1);
+    run_with_timeout(kHangTimeout, [&] {
+      std::vector<std::thread> threads;
+      for (int rank = 0; rank < n; ++rank) {
+        threads.emplace_back([&, rank] {
+          agreed[rank] = dpt::parallel::agree_on_stop(dpt::parallel::ProcessGroup{comm, rank}, signals[rank]);
+        });
+      }
+      for (std::thread& t : threads) t.join();
+    });
+    return agreed;
+  };
+  const std::vector<int> both = agree({0, SIGINT, SIGTERM});
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(both[rank], SIGTERM) << "rank " << rank;
+  const std::vector<int> one = agree({0, SIGINT, 0});
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(one[rank], SIGINT) << "rank " << rank;
+  const std::vector<int> none = agree({0, 0, 0});
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(none[rank], 0) << "rank " << rank;
+  EXPECT_EQ(dpt::parallel::agree_on_stop(dpt::parallel::ProcessGroup{}, SIGINT), SIGINT);  // no job
+}
+
+// ---------------------------------------------------------------------------------------
+// Test-only fault injection (tests/support/fault_injecting_communicator.h).
+
+using dpt::testing_support::Fault;
+using dpt::testing_support::FaultInjectingCommunicator;
+using dpt::testing_support::FaultMode;
+using dpt::testing_support::parse_fault_spec;
+
+TEST(FaultInjection, ParsesOneOrSeveralFaultsAndRefusesTyposNamingTheForm) {
+  EXPECT_TRUE(parse_fault_spec("").empty());
+  const std::vector<Fault> faults = parse_fault_spec("1:5:sigint,2:7:sigterm");
+  ASSERT_EQ(faults.size(), 2u);
+  EXPECT_EQ(faults[0].rank, 1);
+  EXPECT_EQ(faults[0].call, 5);
+  EXPECT_EQ(faults[0].mode, FaultMode::sigint);
+  EXPECT_EQ(faults[1].rank, 2);
+  EXPECT_EQ(faults[1].call, 7);
+  EXPECT_EQ(faults[1].mode, FaultMode::sigterm);
+  EXPECT_EQ(parse_fault_spec("0:1:exit")[0].mode, FaultMode::exit);
+  EXPECT_EQ(parse_fault_spec("0:1:hang")[0].mode, FaultMode::hang);
+  EXPECT_EQ(parse_fault_spec("0:1:throw")[0].mode, FaultMode::throw_error);
+  for (const char* bad : {"1:5", "1:0:exit", "x:5:exit", "1:5:explode", "1:5:exit,", "1:5:exitx", "-1:5:exit"}) {
+    EXPECT_INVALID_ARGUMENT(parse_fault_spec(bad), "DPT_TEST_MPI_FAULT must be RANK:CALL:MODE");
+  }
+}
+
+// Rank 1 throws on entering its 3rd allreduce: the pool's abort hook aborts the wrapped
+// communicator, which releases ranks 0 and 2 (blocked in that allreduce) with
+// CollectiveAborted, and run_all rethrows rank 1's error. Up to then every call is
+// forwarded, with the right sums.
+TEST(FaultInjection, AThrowOnOneRankReleasesThePeersWithCollectiveAborted) {
+  constexpr int n = 3;
+  auto comm = std::make_shared<FaultInjectingCommunicator>(std::shared_ptr<Communicator>(make_in_process_communicator("ring", n)),
+                                                           parse_fault_spec("1:3:throw"));
+  DevicePool pool(cpu_devices(n), n);
+  pool.set_abort_hook([&] { comm->abort("a rank failed"); });
+  std::vector<std::atomic<int>> completed(n);
+  std::vector<std::atomic<int>> aborted(n);
+  run_with_timeout(kHangTimeout, [&] {
+    try {
+      pool.run_all([&](int rank) {
+        for (int call = 1; call <= 5; ++call) {
+          int64_t value = rank + 1;
+          try {
+            comm->allreduce(rank, &value, 1, ReduceOp::sum);
+          } catch (const CollectiveAborted&) {
+            aborted[rank] = call;
+            throw;
+          }
+          if (value != 6) throw std::logic_error("wrong sum " + std::to_string(value));
+          completed[rank] = call;
+        }
+      });
+      ADD_FAILURE() << "run_all returned normally although rank 1 threw";
+    } catch (const CollectiveAborted& e) {
+      ADD_FAILURE() << "a peer's CollectiveAborted was rethrown: " << e.what();
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "injected error (DPT_TEST_MPI_FAULT) in allreduce 3");
+    }
+  });
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(completed[rank].load(), 2) << "rank " << rank;
+  EXPECT_EQ(aborted[0].load(), 3);
+  EXPECT_EQ(aborted[1].load(), 0);  // it threw the injected error, not CollectiveAborted
+  EXPECT_EQ(aborted[2].load(), 3);
+}
+
+// sigint: the signal reaches the process (here the stop handler dptrain installs), and the
+// collective still completes normally.
+TEST(FaultInjection, ASignalFaultRaisesTheSignalAndCompletesTheCollective) {
+  constexpr int n = 2;
+  auto comm = std::make_shared<FaultInjectingCommunicator>(std::shared_ptr<Communicator>(make_in_process_communicator("naive", n)),
+                                                           parse_fault_spec("1:2:sigint"));
+  dpt::train::install_stop_handlers();
+  dpt::train::request_stop(0);
+  std::vector<std::vector<float>> buffers(n);
+  run_with_timeout(kHangTimeout, [&] {
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < n; ++rank) {
+      threads.emplace_back([&, rank] {
+        for (int call = 1; call <= 2; ++call) {
+          buffers[rank] = {static_cast<float>(rank), 1.5f};
+          comm->allreduce(rank, buffers[rank].data(), 2, ReduceOp::max);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  });
+  EXPECT_EQ(dpt::train::stop_signal(), SIGINT);
+  for (int rank = 0; rank < n; ++rank) EXPECT_EQ(buffers[rank], (std::vector<float>{1.0f, 1.5f})) << "rank " << rank;
+  dpt::train::request_stop(0);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -459,14 +663,14 @@ TEST(DeviceList, ParsesCountsAndCpuForms) {
 TEST(DeviceList, RejectsMalformedTextAndAbsentDevices) {
   using dpt::parallel::parse_device_list;
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0", 0), "not present");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0", 0), "--devices cpu:N");  // names the fix
+  EXPECT_CONFIG_ERROR(parse_device_list("cuda:0", 0), "devices", "`devices` cpu:N");  // names the fix
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:2", 2), "not present");
   EXPECT_INVALID_ARGUMENT(parse_device_list("3", 2), "not present");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:0", 0), "cpu:N needs N >= 1");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:x", 0), "cpu:N needs N >= 1");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:-2", 0), "cpu:N needs N >= 1");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("gpu:1", 0), "bad --devices 'gpu:1': expected cpu:N");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("", 0), "bad --devices '': expected cpu:N");
+  EXPECT_CONFIG_ERROR(parse_device_list("gpu:1", 0), "devices", "bad `devices` 'gpu:1': expected cpu:N");
+  EXPECT_CONFIG_ERROR(parse_device_list("", 0), "devices", "bad `devices` '': expected cpu:N");
   EXPECT_INVALID_ARGUMENT(parse_device_list("0", 0), "need at least one device");
   EXPECT_INVALID_ARGUMENT(parse_device_list("-1", 0), "need at least one device");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0,", 1), "expected cpu:N");
@@ -807,8 +1011,8 @@ TEST(ScratchTrainer, RejectsABadConfig) {
   EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params), "unknown allreduce algorithm");
   config = config_for(4, "ring");
   config.batch_size = 3;
-  EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params),
-                          "--batch-size 3 is smaller than the 4 devices");
+  EXPECT_CONFIG_ERROR((void)dpt::train::ScratchTrainer(config, params), "batch_size",
+                      "`batch_size` 3 is smaller than the 4 devices");
 }
 
 }  // namespace

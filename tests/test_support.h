@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpt/core/config_error.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/cuda/runtime.h"
@@ -78,7 +79,31 @@ std::string error_of(const std::function<void()>& f) {
   return "<no error>";
 }
 
+// "field: message" of the ConfigError `f` throws, or "<no ConfigError>".
+inline std::string config_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.field() + ": " + e.what();
+  }
+  return "<no ConfigError>";
+}
+
 }  // namespace dpt::testing_support
+
+// Expects `statement` to throw ConfigError about `field_name` whose what() contains `text`.
+#define EXPECT_CONFIG_ERROR(statement, field_name, text)     \
+  EXPECT_THROW(                                              \
+      {                                                      \
+        try {                                                \
+          statement;                                         \
+        } catch (const ::dpt::ConfigError& e) {              \
+          EXPECT_EQ(e.field(), field_name);                  \
+          EXPECT_THAT(e.what(), ::testing::HasSubstr(text)); \
+          throw;                                             \
+        }                                                    \
+      },                                                     \
+      ::dpt::ConfigError)
 
 // Expects `statement` to throw std::invalid_argument whose what() contains `text`.
 #define EXPECT_INVALID_ARGUMENT(statement, text)             \

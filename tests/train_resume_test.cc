@@ -14,6 +14,7 @@
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
 #include "dpt/parallel/device_list.h"
+#include "dpt/train/config.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
 #include "test_support.h"
@@ -81,7 +82,7 @@ TEST(ScratchResume, InterruptedAndResumedEqualsUninterruptedBitForBit) {
   const std::string message = error_of<train::TrainingInterrupted>(
       [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), first); });
   EXPECT_THAT(message, HasSubstr("stopped by SIGTERM after step 5 (epoch 1, batch 5); checkpoint written to"));
-  EXPECT_THAT(message, HasSubstr("step-000000005.ckpt, rerun with --resume to continue"));
+  EXPECT_THAT(message, HasSubstr("step-000000005.ckpt, rerun with `resume` to continue"));
 
   train::ScratchConfig second = scratch_config(2, dir);
   second.run.resume = true;
@@ -132,7 +133,7 @@ TEST(ScratchResume, RefusesACheckpointOfAnotherRun) {
   config.batch_size = 32;
   EXPECT_THAT(error_of<checkpoint::CheckpointError>(
                   [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), config); }),
-              HasSubstr("it was written with --batch-size 64, this run has 32"));
+              HasSubstr("it was written with `batch_size` 64, this run has 32"));
 }
 
 TEST(ScratchResume, StopWithoutACheckpointDirSaysNothingWasSaved) {
@@ -141,18 +142,18 @@ TEST(ScratchResume, StopWithoutACheckpointDirSaysNothingWasSaved) {
   config.run.stop_signal = stop_after(2);
   EXPECT_EQ(error_of<train::TrainingInterrupted>(
                 [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), config); }),
-            "stopped by SIGTERM after step 2 (epoch 1, batch 2); no --checkpoint-dir was given, so nothing was "
+            "stopped by SIGTERM after step 2 (epoch 1, batch 2); no `checkpoint_dir` was given, so nothing was "
             "saved");
 }
 
-TEST(RunOptions, NamesTheFlagsThatCannotWork) {
+TEST(RunOptions, NamesTheFieldsThatCannotWork) {
   train::RunOptions run;
   run.resume = true;
-  EXPECT_INVALID_ARGUMENT(train::validate(run), "--resume needs --checkpoint-dir");
+  EXPECT_CONFIG_ERROR(train::validate(run), "resume", "`resume` needs `checkpoint_dir`");
   run = {};
   run.checkpoint_every = -1;
-  EXPECT_INVALID_ARGUMENT(train::validate(run), "--checkpoint-every must be >= 0, got -1");
-  EXPECT_INVALID_ARGUMENT(train::parse_on_nan("ignore"), "--on-nan must be stop or skip, got 'ignore'");
+  EXPECT_CONFIG_ERROR(train::validate(run), "checkpoint_every", "`checkpoint_every` must be >= 0, got -1");
+  EXPECT_CONFIG_ERROR(train::parse_on_nan("ignore"), "on_nan", "`on_nan` must be stop or skip, got 'ignore'");
 }
 
 namespace {
@@ -230,9 +231,9 @@ TEST(DivergenceGuard, StopsNamingTheStepAndTheCause) {
   const std::string error =
       error_of<train::DivergenceError>([&] { train::train_lenet_from_scratch(train_subset(), test_subset(), config); });
   EXPECT_THAT(error, testing::MatchesRegex("training diverged in epoch 1, step [0-9]+: the (loss is (nan|inf)|"
-                                           "gradient of [Wb][1-4] holds [0-9]+ non-finite values?.*)\\. Lower --lr "
+                                           "gradient of [Wb][1-4] holds [0-9]+ non-finite values?.*)\\. Lower `lr` "
                                            "\\(now 1000000015047466219876688855040\\.000000\\), check the input "
-                                           "data, or pass --on-nan skip to drop such steps and go on"));
+                                           "data, or pass `on_nan` skip to drop such steps and go on"));
 }
 
 TEST(DivergenceGuard, SkipDropsTheUpdateAndGoesOn) {
@@ -250,7 +251,7 @@ TEST(DivergenceGuard, SkipDropsTheUpdateAndGoesOn) {
   EXPECT_GT(summary.skipped_steps, 0);
   EXPECT_LT(summary.skipped_steps, 8) << "the first step is finite and applied";
   ASSERT_EQ(warnings.size(), static_cast<size_t>(summary.skipped_steps));
-  EXPECT_THAT(warnings[0], HasSubstr("(--on-nan skip: update dropped)"));
+  EXPECT_THAT(warnings[0], HasSubstr("(`on_nan` skip: update dropped)"));
   for (const Tensor& p : summary.params) {
     for (float v : p.to_vector()) ASSERT_TRUE(std::isfinite(v)) << p.name();
   }

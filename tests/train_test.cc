@@ -13,6 +13,7 @@
 #include "dpt/ops/ops.h"
 #include "dpt/optim/sgd.h"
 #include "dpt/parallel/data_parallel.h"
+#include "dpt/train/config.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
 #include "test_support.h"
@@ -20,6 +21,7 @@
 using namespace dpt;
 using testing::HasSubstr;
 
+using dpt::testing_support::config_error_of;
 using dpt::testing_support::error_of;
 
 TEST(LeNet, ParametersFollowTheLesson) {
@@ -70,18 +72,20 @@ TEST(Sgd, RejectsNegativeLearningRateAndEmptyBatch) {
 TEST(TrainConfig, RejectsWhatAUserCanGetWrong) {
   train::ScratchConfig config;
   config.batch_size = 0;
-  EXPECT_EQ(error_of([&] { train::validate(config); }), "--batch-size must be positive, got 0");
+  EXPECT_EQ(config_error_of([&] { train::validate(config); }), "batch_size: `batch_size` must be positive, got 0");
   config = {};
   config.lr = -0.2f;
-  EXPECT_EQ(error_of([&] { train::validate(config); }), "learning rate must be a finite number >= 0, got -0.200000");
+  EXPECT_EQ(config_error_of([&] { train::validate(config); }),
+            "lr: learning rate must be a finite number >= 0, got -0.200000");
   config = {};
   config.epochs = 0;
-  EXPECT_EQ(error_of([&] { train::validate(config); }), "--epochs must be at least 1, got 0");
+  EXPECT_EQ(config_error_of([&] { train::validate(config); }), "epochs: `epochs` must be at least 1, got 0");
   config = {};
   config.batch_size = 2;
   config.devices = {Device::cpu(0), Device::cpu(1), Device::cpu(2)};
-  EXPECT_EQ(error_of([&] { train::validate(config); }),
-            "--batch-size 2 is smaller than the 3 devices: every device needs at least one example per batch");
+  EXPECT_EQ(config_error_of([&] { train::validate(config); }),
+            "batch_size: `batch_size` 2 is smaller than the 3 devices: every device needs at least one example per "
+            "batch");
 }
 
 // Two epochs on the real data with the lesson's settings on two CPU devices. The lesson's

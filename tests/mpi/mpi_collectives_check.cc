@@ -1,7 +1,8 @@
 // The MPI communicator, run by mpirun with 2 and 3 ranks on loopback (see CMakeLists.txt):
 // ring and naive allreduce equal the in-process backends' sums bit for bit (the same
 // additions in the same order) for awkward sizes, and the ring moves exactly
-// 2 (N-1) chunks per rank, measured by what MPI delivered; broadcast from a non-zero root;
+// 2 (N-1) chunks per rank, measured by what MPI delivered; every ReduceOp on f32 and i64
+// equals its direct serial expectation on every rank; broadcast (f32, i64) from a non-zero root;
 // barrier; and a collective a peer never joins ends in CollectiveTimeout naming that peer,
 // within the timeout, instead of a hang.
 #include <gmock/gmock.h>
@@ -17,8 +18,11 @@
 #include "dpt/core/random.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/mpi_communicator.h"
+#include "../support/reduce_expectations.h"
 
+using dpt::DType;
 using dpt::parallel::Communicator;
+using dpt::parallel::ReduceOp;
 using dpt::testing_support::g_mpi;
 
 namespace {
@@ -76,6 +80,52 @@ TEST_P(MpiAllreduce, EqualsTheInProcessBackendBitForBitAndMovesTheAlgorithmsByte
   }
 }
 
+// What the in-process backend computes with `op` when rank r holds inputs[r].
+template <class T>
+std::vector<T> in_process_reduce(const std::string& algorithm, const std::vector<std::vector<T>>& inputs, ReduceOp op) {
+  const int n = static_cast<int>(inputs.size());
+  auto comm = dpt::parallel::make_in_process_communicator(algorithm, n);
+  std::vector<std::vector<T>> buffers = inputs;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { comm->allreduce(r, buffers[r].data(), buffers[r].size(), op); });
+  for (std::thread& t : threads) t.join();
+  return buffers[0];
+}
+
+// One op on one element type: this rank's result against the direct expectation and the
+// in-process backend's bits, and the bytes the algorithm moves for elements of this size.
+template <class T>
+void expect_mpi_allreduce(Communicator& comm, const std::string& algorithm, ReduceOp op, size_t count) {
+  const int n = g_mpi->size(), rank = g_mpi->rank();
+  const DType type = std::is_same_v<T, float> ? DType::f32 : DType::i64;
+  SCOPED_TRACE(dpt::testing_support::op_type_name(op, type) + ", count " + std::to_string(count) + ", rank " +
+               std::to_string(rank));
+  std::vector<std::vector<T>> inputs(n);
+  for (int r = 0; r < n; ++r) inputs[r] = dpt::testing_support::reduce_test_input<T>(count, r, count);
+  std::vector<T> mine = inputs[rank];
+  const size_t before = comm.bytes_received(rank);
+  comm.allreduce(rank, mine.data(), count, op);
+  const size_t received = comm.bytes_received(rank) - before;
+  EXPECT_EQ(mine, dpt::testing_support::reduce_serially(inputs, op));
+  const std::vector<T> in_process = in_process_reduce(algorithm, inputs, op);
+  EXPECT_EQ(std::memcmp(mine.data(), in_process.data(), count * sizeof(T)), 0);
+  const size_t elements = algorithm == "ring"
+                              ? (count - ring_chunk(count, n, rank)) + (count - ring_chunk(count, n, (rank + 1) % n))
+                              : (rank == 0 ? (n - 1) * count : count);
+  EXPECT_EQ(received, elements * sizeof(T));
+}
+
+// Every rank checks its own result (a failure on any rank fails the program).
+TEST_P(MpiAllreduce, EveryReduceOpOnF32AndI64EqualsTheSerialReductionAndTheInProcessBits) {
+  auto comm = g_mpi->communicator(GetParam(), 60);
+  for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) {
+    for (const size_t count : {size_t{1}, size_t{2}, size_t{7}, size_t{100}, size_t{4097}}) {
+      expect_mpi_allreduce<float>(*comm, GetParam(), op, count);
+      expect_mpi_allreduce<int64_t>(*comm, GetParam(), op, count);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, MpiAllreduce, ::testing::Values("ring", "naive"));
 
 TEST(MpiCollectives, BroadcastFromTheLastRankAndBarrier) {
@@ -85,6 +135,10 @@ TEST(MpiCollectives, BroadcastFromTheLastRankAndBarrier) {
   const std::vector<float> root_data = random_floats(1001, 50 + n - 1);
   comm->broadcast(rank, data.data(), data.size(), n - 1);
   EXPECT_EQ(data, root_data);
+  std::vector<int64_t> integers = dpt::testing_support::reduce_test_input<int64_t>(17, rank, 3);
+  const std::vector<int64_t> root_integers = dpt::testing_support::reduce_test_input<int64_t>(17, n - 1, 3);
+  comm->broadcast(rank, integers.data(), integers.size(), n - 1);
+  EXPECT_EQ(integers, root_integers);
   comm->barrier(rank);
   EXPECT_THROW(comm->allreduce_sum(rank + 1, data.data(), 1), std::invalid_argument);
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
@@ -26,8 +27,8 @@ inline int run_mpi_tests(int argc, char** argv) {
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   // Agree on the verdict, so mpirun's exit status says whether any rank failed.
   auto comm = mpi.communicator("ring", 60);
-  float any = static_cast<float>(failed);
-  comm->allreduce_sum(mpi.rank(), &any, 1);
+  int64_t any = failed;
+  comm->allreduce(mpi.rank(), &any, 1, dpt::parallel::ReduceOp::max);
   if (any > 0 && mpi.rank() == 0 && !failed) std::fprintf(stderr, "a test failed on another rank\n");
   comm.reset();
   return any > 0 ? 1 : 0;

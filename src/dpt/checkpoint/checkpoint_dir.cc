@@ -143,7 +143,7 @@ Loaded load_latest(const std::filesystem::path& dir) {
     }
   }
   std::string message = "no usable checkpoint in " + dir.string();
-  if (files.empty()) message += " (no step-*.ckpt files; train with --checkpoint-dir first)";
+  if (files.empty()) message += " (no step-*.ckpt files; train with `checkpoint_dir` first)";
   for (const std::string& why : refused) message += "\n  " + why;
   throw CheckpointError(message);
 }

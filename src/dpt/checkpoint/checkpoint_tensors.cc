@@ -11,7 +11,7 @@ void copy_into(const std::vector<NamedTensor>& saved, const std::vector<std::pai
   if (saved.size() != tensors.size()) {
     throw CheckpointError("checkpoint " + source + " holds " + std::to_string(saved.size()) + " " + what +
                           " but the model has " + std::to_string(tensors.size()) +
-                          "; it was written for another model (check --model and --api)");
+                          "; it was written for another model (check `model` and `api`)");
   }
   for (size_t i = 0; i < saved.size(); ++i) {
     const auto& [name, tensor] = tensors[i];

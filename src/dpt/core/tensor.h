@@ -9,16 +9,13 @@
 #include <vector>
 
 #include "dpt/core/device.h"
+#include "dpt/core/dtype.h"
 
 namespace dpt {
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& shape);  // "[256, 1, 28, 28]"
 int64_t shape_numel(const Shape& shape);
-
-enum class DType { f32, i64 };
-size_t dtype_size(DType dtype);
-const char* dtype_name(DType dtype);
 
 // A memory layout other than plain row-major that a backend kernel chose for its output
 // (oneDNN's nChw8c keeps channels in groups of 8 for SIMD). Activations stay in it from

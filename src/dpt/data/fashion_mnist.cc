@@ -12,7 +12,7 @@ namespace {
 
 const std::string kInstallHint =
     "install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) "
-    "or pass --data DIR";
+    "or pass `data_dir` DIR";
 
 std::string in_quotes(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
@@ -25,7 +25,7 @@ std::filesystem::path find_file(const std::filesystem::path& dir, const std::str
   }
   throw DataError("Fashion-MNIST file " + in_quotes(base + ".gz") + " (or " + in_quotes(base) + ") is missing in " +
                   in_quotes(dir) +
-                  "; reinstall the Debian package dataset-fashion-mnist or pass --data DIR "
+                  "; reinstall the Debian package dataset-fashion-mnist or pass `data_dir` DIR "
                   "with a complete copy");
 }
 

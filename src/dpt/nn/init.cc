@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/core/config_error.h"
 #include "dpt/core/random.h"
 
 namespace dpt::nn {
@@ -12,7 +13,7 @@ Init parse_init(std::string_view name) {
   if (name == "lesson") return Init::lesson;
   if (name == "kaiming") return Init::kaiming;
   if (name == "xavier") return Init::xavier;
-  throw std::invalid_argument("unknown init '" + std::string(name) + "': expected lesson, kaiming or xavier");
+  throw bad_choice("init", name, kInits);
 }
 
 void init_weights(Module& module, Init scheme, uint64_t seed) {

@@ -2,6 +2,7 @@
 // biases and BatchNorm parameters keep their constructor values (0, and 1 for scales).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -15,7 +16,9 @@ enum class Init {
   xavier,   // U(-a, a), a = sqrt(6 / (fan_in + fan_out)) (Glorot and Bengio)
 };
 
-// Parses "lesson", "kaiming" or "xavier"; throws std::invalid_argument otherwise.
+inline constexpr std::array<std::string_view, 3> kInits{"lesson", "kaiming", "xavier"};  // by name
+
+// Parses "lesson", "kaiming" or "xavier"; throws ConfigError (`init`) listing them otherwise.
 Init parse_init(std::string_view name);
 
 // Re-initializes every weight of `module` with `scheme`, drawing from `seed`: the same

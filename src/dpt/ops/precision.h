@@ -9,19 +9,21 @@
 // bound by memory, not by the multiplies, and run faster in those kernels than in bf16.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 
 namespace dpt::ops {
 
 enum class ConvPrecision { fp32, bf16 };
+inline constexpr std::array<std::string_view, 2> kConvPrecisions{"fp32", "bf16"};  // by name
 
-// Throws std::invalid_argument for bf16 on a CPU without avx512_bf16 (oneDNN would emulate
+// Throws ConfigError (`precision`) for bf16 on a CPU without avx512_bf16 (oneDNN would emulate
 // it more slowly than fp32), naming the CPU feature that is missing.
 void set_conv_precision(ConvPrecision precision);
 ConvPrecision conv_precision();
 
-// "fp32" or "bf16"; anything else throws std::invalid_argument naming the flag's choices.
+// "fp32" or "bf16"; anything else throws ConfigError (`precision`) listing the choices.
 ConvPrecision parse_conv_precision(std::string_view text);
 std::string precision_name(ConvPrecision precision);
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/core/config_error.h"
 #include "dpt/ops/backend.h"
 #include "dpt/optim/sgd.h"
 
@@ -13,11 +14,11 @@ SGD::SGD(std::vector<std::vector<Tensor>> replica_params, SgdOptions options)
     : params_(std::move(replica_params)), options_(options) {
   check_learning_rate(options.lr);
   if (!(options.momentum >= 0.0f && options.momentum < 1.0f)) {
-    throw std::invalid_argument("momentum must be in [0, 1), got " + std::to_string(options.momentum));
+    throw ConfigError("momentum", "momentum must be in [0, 1), got " + std::to_string(options.momentum));
   }
   if (!(options.weight_decay >= 0.0f) || !std::isfinite(options.weight_decay)) {
-    throw std::invalid_argument("weight decay must be a finite number >= 0, got " +
-                                std::to_string(options.weight_decay));
+    throw ConfigError("weight_decay",
+                      "weight decay must be a finite number >= 0, got " + std::to_string(options.weight_decay));
   }
   for (const auto& replica : params_) {
     if (replica.size() != params_[0].size()) throw std::invalid_argument("SGD: replicas with different parameters");

@@ -4,13 +4,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/core/config_error.h"
 #include "dpt/ops/backend.h"
 
 namespace dpt::optim {
 
 void check_learning_rate(double lr) {
   if (!(lr >= 0.0) || !std::isfinite(lr)) {
-    throw std::invalid_argument("learning rate must be a finite number >= 0, got " + std::to_string(lr));
+    throw ConfigError("lr", "learning rate must be a finite number >= 0, got " + std::to_string(lr));
   }
 }
 

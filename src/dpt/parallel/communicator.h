@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "dpt/core/device.h"
+#include "dpt/core/dtype.h"
 
 namespace dpt::parallel {
 
@@ -20,6 +22,11 @@ class CollectiveAborted : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// How allreduce combines the ranks' elements (PyTorch c10d's ReduceOp): sum (i64 wraps
+// around on overflow, as two's complement), max or min.
+enum class ReduceOp { sum, max, min };
+const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min"
 
 class Communicator {
  public:
@@ -30,12 +37,13 @@ class Communicator {
   // Whether `data` in the collectives is device memory on the rank's GPU (NCCL), rather
   // than host memory (every other backend).
   virtual bool reduces_device_memory() const { return false; }
-  // On return, data[0..count) of every rank holds the elementwise sum over all ranks.
-  // Every rank must pass the same count. (A device-memory backend queues the sum on the
-  // rank's GPU stream and may return before it has run: stream order keeps later uses after.)
-  virtual void allreduce_sum(int rank, float* data, size_t count) = 0;
-  // On return every rank's data[0..count) equals that of `root`.
-  virtual void broadcast(int rank, float* data, size_t count, int root) = 0;
+  // On return, data[0..count) (elements of `type`) of every rank holds the elementwise `op`
+  // over all ranks, the same bits on every rank. Every rank must pass the same count, type
+  // and op. (A device-memory backend queues the reduction on the rank's GPU stream and may
+  // return before it has run: stream order keeps later uses after.)
+  virtual void allreduce(int rank, void* data, size_t count, DType type, ReduceOp op) = 0;
+  // On return every rank's data[0..count) (elements of `type`) equals that of `root`.
+  virtual void broadcast(int rank, void* data, size_t count, DType type, int root) = 0;
   virtual void barrier(int rank) = 0;
 
   // Releases every rank waiting in a collective with CollectiveAborted, now and in every
@@ -45,6 +53,14 @@ class Communicator {
   // Bytes this rank has read from its peers so far: the wire volume a networked backend
   // would send (ring: 2 (N-1)/N of the buffer per allreduce).
   virtual size_t bytes_received(int rank) const = 0;
+
+  // Typed forms of the two above, so that callers name no DType. (A subclass that
+  // overrides the virtuals brings these back into view with `using Communicator::allreduce;`.)
+  void allreduce_sum(int rank, float* data, size_t count) { allreduce(rank, data, count, DType::f32, ReduceOp::sum); }
+  void allreduce(int rank, float* data, size_t count, ReduceOp op) { allreduce(rank, data, count, DType::f32, op); }
+  void allreduce(int rank, int64_t* data, size_t count, ReduceOp op) { allreduce(rank, data, count, DType::i64, op); }
+  void broadcast(int rank, float* data, size_t count, int root) { broadcast(rank, data, count, DType::f32, root); }
+  void broadcast(int rank, int64_t* data, size_t count, int root) { broadcast(rank, data, count, DType::i64, root); }
 };
 
 // This process's place in a multi-process job (one device per process, e.g. under mpirun):

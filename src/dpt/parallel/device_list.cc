@@ -4,12 +4,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/core/config_error.h"
 #include "dpt/cuda/runtime.h"
 
 namespace dpt::parallel {
 
 namespace {
 constexpr const char* kForms = "expected cpu:N (N CPU devices), cuda:I[,cuda:J...] or a device count such as 2";
+
+ConfigError bad_devices(const std::string& text, const std::string& why) {
+  return ConfigError("devices", "bad `devices` '" + text + "': " + why);
+}
 
 bool parse_count(std::string_view text, int& count) {
   const char* end = text.data() + text.size();
@@ -25,10 +30,10 @@ std::string why_no_gpu() {
 
 void check_cuda_present(const Device& device, int cuda_device_count) {
   if (device.index >= cuda_device_count) {
-    throw std::invalid_argument(
-        "device " + device.str() + " is not present: " +
+    throw ConfigError(
+        "devices", "device " + device.str() + " is not present: " +
         (cuda_device_count == 0 ? why_no_gpu() : "this machine has " + std::to_string(cuda_device_count) + " GPU(s)") +
-        "; use --devices cpu:N to train on CPU devices");
+        "; use `devices` cpu:N to train on CPU devices");
   }
 }
 }  // namespace
@@ -38,18 +43,39 @@ void check_devices_for_training(const std::vector<Device>& devices, const Proces
   for (const Device& d : devices) (d.kind == Device::Kind::cuda ? any_gpu : any_cpu) = true;
   if (!any_gpu) return;
   if (any_cpu) {
-    throw std::invalid_argument("--devices " + device_list_str(devices) +
-                                " mixes CPU and CUDA devices; train on one kind at a time");
+    throw ConfigError("devices", "`devices` " + device_list_str(devices) +
+                                     " mixes CPU and CUDA devices; train on one kind at a time");
   }
   if (group.distributed()) {
-    throw std::invalid_argument(
-        "--dist mpi with CUDA devices is not supported yet: GPUs train in one process, over NCCL "
-        "(--devices cuda:0,cuda:1,...)");
+    throw ConfigError("dist",
+                      "`dist` mpi with CUDA devices is not supported yet: GPUs train in one process, over NCCL "
+                      "(`devices` cuda:0,cuda:1,...)");
   }
   if (bucket_mb > 0) {
-    throw std::invalid_argument(
-        "--bucket-mb with CUDA devices is not supported yet: NCCL allreduces the gradients after backward "
-        "(use --bucket-mb 0)");
+    throw ConfigError("bucket_mb",
+                      "`bucket_mb` with CUDA devices is not supported yet: NCCL allreduces the gradients after "
+                      "backward (use `bucket_mb` 0)");
+  }
+}
+
+void check_one_device_per_process(const std::vector<Device>& devices, const ProcessGroup& group) {
+  if (group.distributed() && devices.size() != 1) {
+    throw ConfigError("devices", "`dist` mpi runs one device per process, got `devices` with " +
+                                     std::to_string(devices.size()) +
+                                     "; use `devices` cpu:1 and start more processes (mpirun -np N)");
+  }
+}
+
+void check_batch_covers_devices(int64_t batch_size, const std::vector<Device>& devices, const ProcessGroup& group) {
+  if (group.distributed() && batch_size < group.size()) {
+    throw ConfigError("batch_size", "`batch_size` " + std::to_string(batch_size) + " is smaller than the " +
+                                        std::to_string(group.size()) +
+                                        " processes: every process needs at least one example per batch");
+  }
+  if (batch_size < static_cast<int64_t>(devices.size())) {
+    throw ConfigError("batch_size", "`batch_size` " + std::to_string(batch_size) + " is smaller than the " +
+                                        std::to_string(devices.size()) +
+                                        " devices: every device needs at least one example per batch");
   }
 }
 
@@ -68,7 +94,7 @@ std::vector<Device> parse_device_list(std::string_view text, int cuda_device_cou
   const std::string whole(text);
   int count = 0;
   if (parse_count(text, count)) {  // "4": that many of the default kind
-    if (count < 1) throw std::invalid_argument("bad --devices '" + whole + "': need at least one device");
+    if (count < 1) throw bad_devices(whole, "need at least one device");
     if (cuda_device_count == 0) return cpu_devices(count);
     std::vector<Device> gpus;
     for (int i = 0; i < count; ++i) {
@@ -80,7 +106,7 @@ std::vector<Device> parse_device_list(std::string_view text, int cuda_device_cou
   if (text == "cpu") return cpu_devices(1);
   if (text.starts_with("cpu:") && text.find(',') == std::string_view::npos) {
     if (!parse_count(text.substr(4), count) || count < 1) {
-      throw std::invalid_argument("bad --devices '" + whole + "': cpu:N needs N >= 1 CPU devices (" + kForms + ")");
+      throw bad_devices(whole, std::string("cpu:N needs N >= 1 CPU devices (") + kForms + ")");
     }
     return cpu_devices(count);
   }
@@ -93,14 +119,14 @@ std::vector<Device> parse_device_list(std::string_view text, int cuda_device_cou
     try {
       device = parse_device(text.substr(start, comma - start));
     } catch (const std::invalid_argument&) {
-      throw std::invalid_argument("bad --devices '" + whole + "': " + kForms);
+      throw bad_devices(whole, kForms);
     }
     if (device.kind == Device::Kind::cpu) {
-      throw std::invalid_argument("bad --devices '" + whole + "': list CPU devices as a count, cpu:N");
+      throw bad_devices(whole, "list CPU devices as a count, cpu:N");
     }
     check_cuda_present(device, cuda_device_count);
     for (const Device& seen : devices) {
-      if (seen == device) throw std::invalid_argument("bad --devices '" + whole + "': " + device.str() + " twice");
+      if (seen == device) throw bad_devices(whole, device.str() + " twice");
     }
     devices.push_back(device);
     start = comma + 1;

@@ -1,4 +1,4 @@
-// Parsing the --devices flag.
+// Parsing the devices of a training configuration, and the rules for training on them.
 //   "cpu:2"            two CPU devices, cpu:0 and cpu:1 (a CPU device is a share of the
 //                      machine's cores, so a lone "cpu:N" counts devices)
 //   "cpu"              one CPU device
@@ -6,6 +6,7 @@
 //   "4"                four devices of the default kind: GPUs where present, else CPUs
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -15,17 +16,26 @@
 
 namespace dpt::parallel {
 
-// Throws std::invalid_argument with the accepted forms on malformed text, and when a
+// Throws ConfigError (`devices`) with the accepted forms on malformed text, and when a
 // CUDA device is named that this machine or build does not have (`cuda_device_count`).
 std::vector<Device> parse_device_list(std::string_view text, int cuda_device_count);
 
 // cpu:0 .. cpu:count-1.
 std::vector<Device> cpu_devices(int count);
 
-// Throws std::invalid_argument when `devices` cannot train together: CPU and CUDA devices
+// Throws ConfigError when `devices` cannot train together: CPU and CUDA devices
 // mixed in one list, or CUDA devices with what only the host path has yet (a multi-process
 // job, gradient buckets: bucket_mb > 0).
 void check_devices_for_training(const std::vector<Device>& devices, const ProcessGroup& group, double bucket_mb);
+
+// A multi-process job (group.distributed()) runs one device per process: throws
+// ConfigError (`devices`) for more. The one statement of the rule, for every engine.
+void check_one_device_per_process(const std::vector<Device>& devices, const ProcessGroup& group);
+
+// Every device (every process of a job) needs at least one example of each global batch:
+// throws ConfigError (`batch_size`) for a batch smaller than the job's processes or this
+// process's devices.
+void check_batch_covers_devices(int64_t batch_size, const std::vector<Device>& devices, const ProcessGroup& group);
 
 // The communicator for the devices of one process: NCCL for GPUs, else the in-process
 // `algorithm` ("ring" or "naive").

@@ -8,14 +8,19 @@
 #include <string>
 
 #include "dpt/autograd/engine.h"
+#include "dpt/core/config_error.h"
 #include "dpt/core/denormals.h"
 
 namespace dpt::parallel {
 
-size_t bucket_bytes_from_mb(double megabytes) {
+void check_bucket_mb(double megabytes) {
   if (!(megabytes >= 0) || !std::isfinite(megabytes)) {
-    throw std::invalid_argument("--bucket-mb must be a number >= 0, got " + std::to_string(megabytes));
+    throw ConfigError("bucket_mb", "`bucket_mb` must be a number >= 0, got " + std::to_string(megabytes));
   }
+}
+
+size_t bucket_bytes_from_mb(double megabytes) {
+  check_bucket_mb(megabytes);
   return static_cast<size_t>(megabytes * 1024.0 * 1024.0);
 }
 

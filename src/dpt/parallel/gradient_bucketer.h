@@ -24,7 +24,10 @@
 
 namespace dpt::parallel {
 
-// Bucket sizes come from the --bucket-mb flag; 0 means one allreduce after backward.
+// A bucket size in MiB (the config's bucket_mb; 0: one allreduce after backward) must be a
+// finite number >= 0: throws ConfigError (`bucket_mb`) otherwise.
+void check_bucket_mb(double megabytes);
+// The size in bytes; checks it first.
 size_t bucket_bytes_from_mb(double megabytes);
 
 // Indices into `params` for each bucket: parameters taken from last to first, a bucket

@@ -1,12 +1,13 @@
 // The in-process backends: ranks are threads that publish a pointer to their buffer, then
 // read each other's buffers between barriers. A barrier separates every step in which one
 // rank reads what another wrote, so no step races with another.
-#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 #include "dpt/parallel/abortable_barrier.h"
 #include "dpt/parallel/communicator.h"
+#include "dpt/parallel/ring_schedule.h"
 
 namespace dpt::parallel {
 
@@ -14,17 +15,17 @@ namespace {
 
 class InProcessCommunicator : public Communicator {
  public:
+  using Communicator::allreduce;
+  using Communicator::broadcast;
+
   explicit InProcessCommunicator(int size)
       : size_(size), barrier_(size), buffers_(size, nullptr), bytes_received_(size, 0) {}
 
   int size() const override { return size_; }
 
-  void broadcast(int rank, float* data, size_t count, int root) override {
+  void broadcast(int rank, void* data, size_t count, DType type, int root) override {
     publish(rank, data);
-    if (rank != root) {
-      std::memcpy(data, buffers_[root], count * sizeof(float));
-      bytes_received_[rank] += count * sizeof(float);
-    }
+    if (rank != root) copy_from(rank, as_bytes(data), buffers_[root], count * dtype_size(type));
     barrier_.arrive_and_wait();  // root's buffer stays untouched until every rank has copied
   }
 
@@ -35,25 +36,27 @@ class InProcessCommunicator : public Communicator {
   size_t bytes_received(int rank) const override { return bytes_received_[rank]; }
 
  protected:
+  static std::byte* as_bytes(void* data) { return static_cast<std::byte*>(data); }
+
   // Makes `data` visible to every rank; returns once all ranks have published theirs.
-  void publish(int rank, float* data) {
-    buffers_[rank] = data;
+  void publish(int rank, void* data) {
+    buffers_[rank] = as_bytes(data);
     barrier_.arrive_and_wait();
   }
 
-  // dst[i] += src[i]: reading a peer's buffer, counted as received bytes.
-  void add_from(int rank, float* dst, const float* src, size_t count) {
-    for (size_t i = 0; i < count; ++i) dst[i] += src[i];
-    bytes_received_[rank] += count * sizeof(float);
+  // dst = op(dst, src) over `count` elements of a peer's buffer, counted as received bytes.
+  void reduce_from(int rank, std::byte* dst, const std::byte* src, size_t count, DType type, ReduceOp op) {
+    reduce_into(dst, src, count, type, op);
+    bytes_received_[rank] += count * dtype_size(type);
   }
-  void copy_from(int rank, float* dst, const float* src, size_t count) {
-    std::memcpy(dst, src, count * sizeof(float));
-    bytes_received_[rank] += count * sizeof(float);
+  void copy_from(int rank, std::byte* dst, const std::byte* src, size_t bytes) {
+    std::memcpy(dst, src, bytes);
+    bytes_received_[rank] += bytes;
   }
 
   const int size_;
   AbortableBarrier barrier_;
-  std::vector<float*> buffers_;
+  std::vector<std::byte*> buffers_;
   std::vector<size_t> bytes_received_;  // each entry written only by its own rank
 };
 
@@ -62,13 +65,14 @@ class NaiveCommunicator final : public InProcessCommunicator {
   using InProcessCommunicator::InProcessCommunicator;
   std::string name() const override { return "naive"; }
 
-  void allreduce_sum(int rank, float* data, size_t count) override {
+  // Rank 0 reduces every peer's buffer into its own in rank order, then every rank copies.
+  void allreduce(int rank, void* data, size_t count, DType type, ReduceOp op) override {
     publish(rank, data);
     if (rank == 0) {
-      for (int peer = 1; peer < size_; ++peer) add_from(rank, data, buffers_[peer], count);
+      for (int peer = 1; peer < size_; ++peer) reduce_from(rank, as_bytes(data), buffers_[peer], count, type, op);
     }
-    barrier_.arrive_and_wait();  // the sum is complete on rank 0
-    if (rank != 0) copy_from(rank, data, buffers_[0], count);
+    barrier_.arrive_and_wait();  // the reduction is complete on rank 0
+    if (rank != 0) copy_from(rank, as_bytes(data), buffers_[0], count * dtype_size(type));
     barrier_.arrive_and_wait();  // nobody reuses its buffer while another still reads it
   }
 };
@@ -78,35 +82,25 @@ class RingCommunicator final : public InProcessCommunicator {
   using InProcessCommunicator::InProcessCommunicator;
   std::string name() const override { return "ring"; }
 
-  void allreduce_sum(int rank, float* data, size_t count) override {
+  // ring_schedule.h's schedule; each step reads the left neighbour's buffer directly, so a
+  // step's "send" is the neighbour's "receive" and only receive ranges appear here.
+  void allreduce(int rank, void* data, size_t count, DType type, ReduceOp op) override {
     const int n = size_;
     publish(rank, data);
-    if (n > 1) {
-      const float* left = buffers_[(rank - 1 + n) % n];
-      // Reduce-scatter: in step s, take chunk (rank - 1 - s) from the left neighbour and add
-      // it into ours. After n - 1 steps this rank holds the full sum of chunk rank + 1.
-      for (int step = 0; step < n - 1; ++step) {
-        const auto [begin, end] = chunk((rank - 1 - step + 2 * n) % n, count);
-        add_from(rank, data + begin, left + begin, end - begin);
-        barrier_.arrive_and_wait();
-      }
-      // All-gather: in step s, copy the finished chunk (rank - s) from the left neighbour.
-      for (int step = 0; step < n - 1; ++step) {
-        const auto [begin, end] = chunk((rank - step + n) % n, count);
-        copy_from(rank, data + begin, left + begin, end - begin);
-        barrier_.arrive_and_wait();
-      }
+    if (n == 1) return;
+    const size_t element = dtype_size(type);
+    std::byte* mine = as_bytes(data);
+    const std::byte* left = buffers_[(rank - 1 + n) % n];
+    for (int step = 0; step < n - 1; ++step) {
+      const ring::Range in = ring::reduce_scatter_step(rank, step, n, count).receive;
+      reduce_from(rank, mine + in.begin * element, left + in.begin * element, in.size(), type, op);
+      barrier_.arrive_and_wait();
     }
-  }
-
- private:
-  // Element range of chunk c when `count` elements are cut into size_ nearly equal parts.
-  std::pair<size_t, size_t> chunk(int c, size_t count) const {
-    const size_t n = static_cast<size_t>(size_);
-    const size_t base = count / n, extra = count % n;
-    const size_t index = static_cast<size_t>(c);
-    const size_t begin = index * base + std::min(index, extra);
-    return {begin, begin + base + (index < extra ? 1 : 0)};
+    for (int step = 0; step < n - 1; ++step) {
+      const ring::Range in = ring::all_gather_step(rank, step, n, count).receive;
+      copy_from(rank, mine + in.begin * element, left + in.begin * element, in.size() * element);
+      barrier_.arrive_and_wait();
+    }
   }
 };
 

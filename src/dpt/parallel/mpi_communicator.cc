@@ -5,6 +5,7 @@
 // ring does the same additions in the same order as the in-process ring, so N processes
 // compute bit for bit what one process on N devices computes.
 #include "dpt/parallel/mpi_communicator.h"
+#include "dpt/core/config_error.h"
 
 #include <mpi.h>
 
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,24 +22,17 @@
 #include <thread>
 #include <vector>
 
+#include "dpt/parallel/ring_schedule.h"
+
 namespace dpt::parallel {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Element range [begin, end) of chunk c when `count` elements are cut into n near-equal
-// parts, the first count % n one larger: the in-process ring's chunks.
-std::pair<size_t, size_t> chunk_range(int c, size_t count, int n) {
-  const size_t parts = static_cast<size_t>(n), index = static_cast<size_t>(c);
-  const size_t base = count / parts, extra = count % parts;
-  const size_t begin = index * base + std::min(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
-}
-
 int mpi_count(size_t count) {
   if (count > static_cast<size_t>(INT_MAX)) {
-    throw std::invalid_argument("MPI message of " + std::to_string(count) + " floats exceeds INT_MAX elements");
+    throw std::invalid_argument("MPI message of " + std::to_string(count) + " elements exceeds INT_MAX");
   }
   return static_cast<int>(count);
 }
@@ -67,8 +62,13 @@ struct InjectedFault {
   }
 };
 
+MPI_Datatype mpi_type(DType type) { return type == DType::f32 ? MPI_FLOAT : MPI_INT64_T; }
+
 class MpiCommunicator final : public Communicator {
  public:
+  using Communicator::allreduce;
+  using Communicator::broadcast;
+
   MpiCommunicator(const std::string& algorithm, double timeout_seconds)
       : algorithm_(algorithm),
         timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
@@ -77,7 +77,8 @@ class MpiCommunicator final : public Communicator {
       throw std::invalid_argument("unknown allreduce algorithm '" + algorithm + "': expected naive or ring");
     }
     if (!(timeout_seconds > 0)) {
-      throw std::invalid_argument("--collective-timeout must be > 0 seconds, got " + std::to_string(timeout_seconds));
+      throw ConfigError("collective_timeout",
+                        "`collective_timeout` must be > 0 seconds, got " + std::to_string(timeout_seconds));
     }
     // Our own communicator: our messages can never match another library's.
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
@@ -94,20 +95,20 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string name() const override { return "mpi " + algorithm_; }
 
-  void allreduce_sum(int rank, float* data, size_t count) override {
+  void allreduce(int rank, void* data, size_t count, DType type, ReduceOp op) override {
     check_rank(rank);
     std::lock_guard lock(mutex_);
     throw_if_aborted();
     inject_fault_if_due();
     if (size_ == 1) return;
     if (algorithm_ == "ring") {
-      ring_allreduce(data, count);
+      ring_allreduce(static_cast<std::byte*>(data), count, type, op);
     } else {
-      naive_allreduce(data, count);
+      naive_allreduce(static_cast<std::byte*>(data), count, type, op);
     }
   }
 
-  void broadcast(int rank, float* data, size_t count, int root) override {
+  void broadcast(int rank, void* data, size_t count, DType type, int root) override {
     check_rank(rank);
     std::lock_guard lock(mutex_);
     throw_if_aborted();
@@ -116,12 +117,12 @@ class MpiCommunicator final : public Communicator {
       std::vector<MPI_Request> sends(static_cast<size_t>(size_ - 1));
       size_t i = 0;
       for (int peer = 0; peer < size_; ++peer) {
-        if (peer != root) MPI_Isend(data, mpi_count(count), MPI_FLOAT, peer, kBroadcastTag, comm_, &sends[i++]);
+        if (peer != root) MPI_Isend(data, mpi_count(count), mpi_type(type), peer, kBroadcastTag, comm_, &sends[i++]);
       }
       wait_all(sends, "broadcast", -1, 0);
     } else {
       std::vector<MPI_Request> recv(1);
-      MPI_Irecv(data, mpi_count(count), MPI_FLOAT, root, kBroadcastTag, comm_, &recv[0]);
+      MPI_Irecv(data, mpi_count(count), mpi_type(type), root, kBroadcastTag, comm_, &recv[0]);
       wait_all(recv, "broadcast", root, 1);
     }
   }
@@ -154,53 +155,51 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kBroadcastTag = 3;
   static constexpr Clock::duration kBusyPoll = std::chrono::milliseconds(5);
 
-  // Reduce-scatter then all-gather; step s of each exchanges one chunk with each neighbour.
-  void ring_allreduce(float* data, size_t count) {
+  // ring_schedule.h's schedule (the in-process ring's): each step sends one chunk to the
+  // right neighbour and receives one from the left.
+  void ring_allreduce(std::byte* data, size_t count, DType type, ReduceOp op) {
     const int n = size_, left = (rank_ - 1 + n) % n, right = (rank_ + 1) % n;
-    std::vector<float>& incoming = scratch_;
-    incoming.resize(chunk_range(0, count, n).second);  // chunk 0 is a largest one
+    const size_t element = dtype_size(type);
+    const MPI_Datatype mpi = mpi_type(type);
+    scratch_.resize(ring::chunk(0, count, n).size() * element);  // chunk 0 is a largest one
     std::vector<MPI_Request> requests(2);
-    // Reduce-scatter: send chunk (rank - s) on, add chunk (rank - 1 - s) from the left into
-    // ours. After n - 1 steps this rank holds the full sum of chunk rank + 1.
     for (int step = 0; step < n - 1; ++step) {
-      const auto [send_begin, send_end] = chunk_range((rank_ - step + n) % n, count, n);
-      const auto [recv_begin, recv_end] = chunk_range((rank_ - 1 - step + 2 * n) % n, count, n);
-      MPI_Irecv(incoming.data(), mpi_count(recv_end - recv_begin), MPI_FLOAT, left, kRingTag, comm_, &requests[0]);
-      MPI_Isend(data + send_begin, mpi_count(send_end - send_begin), MPI_FLOAT, right, kRingTag, comm_, &requests[1]);
+      const ring::Step s = ring::reduce_scatter_step(rank_, step, n, count);
+      MPI_Irecv(scratch_.data(), mpi_count(s.receive.size()), mpi, left, kRingTag, comm_, &requests[0]);
+      MPI_Isend(data + s.send.begin * element, mpi_count(s.send.size()), mpi, right, kRingTag, comm_, &requests[1]);
       wait_all(requests, "allreduce (ring reduce-scatter)", left, 1);
-      float* sum = data + recv_begin;
-      for (size_t i = 0, len = recv_end - recv_begin; i < len; ++i) sum[i] += incoming[i];
+      reduce_into(data + s.receive.begin * element, scratch_.data(), s.receive.size(), type, op);
     }
-    // All-gather: pass the finished chunks around; chunk (rank - s) arrives from the left.
     for (int step = 0; step < n - 1; ++step) {
-      const auto [send_begin, send_end] = chunk_range((rank_ + 1 - step + n) % n, count, n);
-      const auto [recv_begin, recv_end] = chunk_range((rank_ - step + n) % n, count, n);
-      MPI_Irecv(data + recv_begin, mpi_count(recv_end - recv_begin), MPI_FLOAT, left, kRingTag, comm_, &requests[0]);
-      MPI_Isend(data + send_begin, mpi_count(send_end - send_begin), MPI_FLOAT, right, kRingTag, comm_, &requests[1]);
+      const ring::Step s = ring::all_gather_step(rank_, step, n, count);
+      MPI_Irecv(data + s.receive.begin * element, mpi_count(s.receive.size()), mpi, left, kRingTag, comm_,
+                &requests[0]);
+      MPI_Isend(data + s.send.begin * element, mpi_count(s.send.size()), mpi, right, kRingTag, comm_, &requests[1]);
       wait_all(requests, "allreduce (ring all-gather)", left, 1);
     }
   }
 
-  // The lesson's: rank 0 adds every rank's buffer into its own in rank order, then sends
-  // the sum to everyone (as the in-process naive backend, so the sums agree bit for bit).
-  void naive_allreduce(float* data, size_t count) {
+  // The lesson's: rank 0 reduces every rank's buffer into its own in rank order, then sends
+  // the result to everyone (as the in-process naive backend, so the sums agree bit for bit).
+  void naive_allreduce(std::byte* data, size_t count, DType type, ReduceOp op) {
+    const MPI_Datatype mpi = mpi_type(type);
     std::vector<MPI_Request> request(1);
     if (rank_ == 0) {
-      scratch_.resize(count);
+      scratch_.resize(count * dtype_size(type));
       for (int peer = 1; peer < size_; ++peer) {
-        MPI_Irecv(scratch_.data(), mpi_count(count), MPI_FLOAT, peer, kNaiveTag, comm_, &request[0]);
+        MPI_Irecv(scratch_.data(), mpi_count(count), mpi, peer, kNaiveTag, comm_, &request[0]);
         wait_all(request, "allreduce (naive gather)", peer, 1);
-        for (size_t i = 0; i < count; ++i) data[i] += scratch_[i];
+        reduce_into(data, scratch_.data(), count, type, op);
       }
       std::vector<MPI_Request> sends(static_cast<size_t>(size_ - 1));
       for (int peer = 1; peer < size_; ++peer) {
-        MPI_Isend(data, mpi_count(count), MPI_FLOAT, peer, kNaiveTag, comm_, &sends[peer - 1]);
+        MPI_Isend(data, mpi_count(count), mpi, peer, kNaiveTag, comm_, &sends[peer - 1]);
       }
       wait_all(sends, "allreduce (naive scatter)", -1, 0);
     } else {
-      MPI_Isend(data, mpi_count(count), MPI_FLOAT, 0, kNaiveTag, comm_, &request[0]);
+      MPI_Isend(data, mpi_count(count), mpi, 0, kNaiveTag, comm_, &request[0]);
       wait_all(request, "allreduce (naive gather)", 0, 0);
-      MPI_Irecv(data, mpi_count(count), MPI_FLOAT, 0, kNaiveTag, comm_, &request[0]);
+      MPI_Irecv(data, mpi_count(count), mpi, 0, kNaiveTag, comm_, &request[0]);
       wait_all(request, "allreduce (naive scatter)", 0, 1);
     }
   }
@@ -222,7 +221,7 @@ class MpiCommunicator final : public Communicator {
                                 std::to_string(size_) + " timed out after " + format_seconds(seconds) +
                                 " s waiting for " +
                                 (peer >= 0 ? "rank " + std::to_string(peer) : std::string("the other ranks")) +
-                                ", which has died or hangs (--collective-timeout sets the limit)");
+                                ", which has died or hangs (`collective_timeout` sets the limit)");
       }
       // A large message moves only while both ends poll (shared-memory fragments), so the
       // first milliseconds poll flat out, yielding to this process's compute thread; a wait
@@ -287,7 +286,7 @@ class MpiCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::mutex mutex_;  // one collective at a time per process, whichever thread calls
-  std::vector<float> scratch_;
+  std::vector<std::byte> scratch_;  // a peer's chunk (ring) or buffer (naive), before reducing it in
   long allreduce_calls_ = 0;
   std::atomic<size_t> bytes_received_{0};
   std::atomic<bool> aborted_{false};

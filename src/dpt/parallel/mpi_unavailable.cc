@@ -4,14 +4,16 @@
 
 #include "dpt/parallel/mpi_communicator.h"
 
+#include "dpt/core/config_error.h"
+
 namespace dpt::parallel {
 
 bool mpi_built_in() { return false; }
 
 MpiRuntime::MpiRuntime() {
-  throw std::runtime_error(
-      "--dist mpi: this dptrain was built without MPI; install libopenmpi-dev and openmpi-bin "
-      "(scripts/install-deps.sh) and rebuild");
+  throw ConfigError("dist",
+                    "`dist` mpi: this dptrain was built without MPI; install libopenmpi-dev and openmpi-bin "
+                    "(scripts/install-deps.sh) and rebuild");
 }
 
 MpiRuntime::~MpiRuntime() = default;

@@ -1,16 +1,16 @@
 #include "dpt/parallel/process_group.h"
 
-#include <cmath>
+#include <cstdint>
 
 namespace dpt::parallel {
 
 int agree_on_stop(const ProcessGroup& group, int signal) {
   if (!group.distributed()) return signal;
-  // {processes asked to stop, sum of their signal numbers}
-  float votes[2] = {signal != 0 ? 1.0f : 0.0f, static_cast<float>(signal)};
-  group.comm->allreduce_sum(group.rank, votes, 2);
-  if (votes[0] == 0) return 0;
-  return signal != 0 ? signal : static_cast<int>(std::lround(votes[1] / votes[0]));
+  // The maximum, not a mean: a mean of different signals names one nobody sent (SIGINT and
+  // SIGTERM average to 9, SIGKILL), and an exact integer needs no float rounding.
+  int64_t agreed = signal;
+  group.comm->allreduce(group.rank, &agreed, 1, ReduceOp::max);
+  return static_cast<int>(agreed);
 }
 
 std::vector<std::string> device_names(const std::vector<Device>& devices, const ProcessGroup& group) {

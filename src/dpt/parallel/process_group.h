@@ -12,7 +12,11 @@ namespace dpt::parallel {
 
 // The stop request (a signal number, 0 for none) every process acts on after this step:
 // a SIGINT/SIGTERM that reached any one process stops all of them after the same step, so
-// none is left waiting in the next step's collectives. Without a job: `signal` itself.
+// none is left waiting in the next step's collectives. The rule: the largest signal number
+// any process got (an i64 allreduce max), returned on EVERY process, the signalled ones
+// included, so that all of them report and exit alike (SIGINT on one and SIGTERM on another
+// in the same step: all stop by SIGTERM, 15 > 2). A collective: every rank calls it after
+// every step. Without a job: `signal` itself.
 int agree_on_stop(const ProcessGroup& group, int signal);
 
 // Names for the devices of the whole job: this process's devices ("cpu:0", "cpu:1"), or in

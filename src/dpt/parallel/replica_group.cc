@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "dpt/autograd/engine.h"
+#include "dpt/core/config_error.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/device_list.h"
@@ -12,13 +13,9 @@
 namespace dpt::parallel {
 
 void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
-  if (devices.empty()) throw std::invalid_argument("`devices` names no device");
+  if (devices.empty()) throw ConfigError("devices", "`devices` names no device");
   check_devices_for_training(devices, options.process_group, options.bucket_mb);
-  if (options.process_group.distributed() && devices.size() != 1) {
-    throw std::invalid_argument("a multi-process job runs one device per process, got `devices` with " +
-                                std::to_string(devices.size()) +
-                                "; name one device (`devices` cpu:1) and start more processes (mpirun -np N)");
-  }
+  check_one_device_per_process(devices, options.process_group);
 }
 
 namespace {

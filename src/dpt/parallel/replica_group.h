@@ -55,8 +55,8 @@ struct ShardOutput {
 };
 using ShardForward = std::function<ShardOutput(int device, const Shard& shard)>;
 
-// Throws std::invalid_argument unless `devices` can form one group under `options`: not
-// empty, one device per process in a multi-process job, kinds that train together.
+// Throws ConfigError unless `devices` can form one group under `options`: not empty, kinds
+// that train together, one device per process in a multi-process job (device_list.h).
 void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options);
 
 class ReplicaGroup {

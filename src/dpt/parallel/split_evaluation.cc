@@ -37,11 +37,10 @@ int64_t count_correct_split(DevicePool& pool, Communicator& comm, const ProcessG
   int64_t total = 0;
   for (int64_t c : correct) total += c;
   if (group.distributed()) {
-    // Each process counted its shard of every test batch; exact in float below 2^24.
-    // Called from device 0's worker, the thread that takes part in every other collective.
-    float sum = static_cast<float>(total);
-    pool.run_on(0, [&] { comm.allreduce_sum(group.rank, &sum, 1); });
-    total = static_cast<int64_t>(sum);
+    // Each process counted its shard of every test batch: an exact i64 sum (a float one
+    // rounds above 2^24 examples). Called from device 0's worker, the thread that takes
+    // part in every other collective.
+    pool.run_on(0, [&] { comm.allreduce(group.rank, &total, 1, ReduceOp::sum); });
   }
   return total;
 }

@@ -5,12 +5,6 @@
 
 namespace dpt::train {
 
-OnNan parse_on_nan(std::string_view text) {
-  if (text == "stop") return OnNan::stop;
-  if (text == "skip") return OnNan::skip;
-  throw std::invalid_argument("--on-nan must be stop or skip, got '" + std::string(text) + "'");
-}
-
 namespace {
 // "nan", "inf" or "-inf" (std::to_string would print "-nan" for some NaNs).
 std::string non_finite_str(double value) {
@@ -42,8 +36,8 @@ std::optional<std::string> find_non_finite(double loss_sum,
 
 std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float lr) {
   return "training diverged in epoch " + std::to_string(epoch) + ", step " + std::to_string(step) + ": " + cause +
-         ". Lower --lr (now " + std::to_string(lr) +
-         "), check the input data, or pass --on-nan skip to drop such steps and go on";
+         ". Lower `lr` (now " + std::to_string(lr) +
+         "), check the input data, or pass `on_nan` skip to drop such steps and go on";
 }
 
 }  // namespace dpt::train

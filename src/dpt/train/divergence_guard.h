@@ -1,7 +1,7 @@
 // The divergence guard: a step whose loss or gradient holds a NaN or an infinity would
 // turn every parameter into garbage, so the training loop checks each step before
-// applying it, then stops with where it happened and what to try (--on-nan stop, the
-// default) or drops the update and goes on (--on-nan skip).
+// applying it, then stops with where it happened and what to try (on_nan stop, the
+// default) or drops the update and goes on (on_nan skip).
 #pragma once
 
 #include <optional>
@@ -15,10 +15,7 @@
 
 namespace dpt::train {
 
-enum class OnNan { stop, skip };
-
-// "stop" or "skip"; throws std::invalid_argument naming --on-nan otherwise.
-OnNan parse_on_nan(std::string_view text);
+enum class OnNan { stop, skip };  // parse_on_nan (config.h) reads them by name
 
 class DivergenceError : public std::runtime_error {
  public:

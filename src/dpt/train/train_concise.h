@@ -21,13 +21,13 @@ struct ConciseConfig {
   int64_t batch_size = 256;
   uint64_t seed = 0;  // shuffling
   std::string model;  // recorded in checkpoints ("lenet", "resnet18"); resuming checks it
-  RunOptions run;     // checkpoints, resume, --on-nan, stopping
+  RunOptions run;     // checkpoints, resume, on_nan, stopping
 };
 
 struct TrainHistory {
   std::vector<EpochStats> epochs;  // every epoch, a resumed checkpoint's included
   double examples_per_sec = 0;     // over this invocation's training time
-  int64_t skipped_steps = 0;       // --on-nan skip
+  int64_t skipped_steps = 0;       // on_nan skip
 };
 
 TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const data::Dataset& train_data,

@@ -9,37 +9,9 @@
 #include "dpt/optim/sgd.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/replicate.h"
+#include "dpt/train/config.h"
 
 namespace dpt::train {
-
-void validate(const ScratchConfig& config) {
-  if (config.epochs < 1)
-    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(config.epochs));
-  if (config.batch_size < 1) {
-    throw std::invalid_argument("--batch-size must be positive, got " + std::to_string(config.batch_size));
-  }
-  optim::check_learning_rate(config.lr);
-  if (config.devices.empty()) throw std::invalid_argument("--devices names no device");
-  parallel::check_devices_for_training(config.devices, config.process_group, config.bucket_mb);
-  if (config.process_group.distributed()) {
-    if (config.devices.size() != 1) {
-      throw std::invalid_argument("--dist mpi runs one device per process, got --devices with " +
-                                  std::to_string(config.devices.size()) +
-                                  "; use --devices cpu:1 and start more processes (mpirun -np N)");
-    }
-    if (config.batch_size < config.process_group.size()) {
-      throw std::invalid_argument("--batch-size " + std::to_string(config.batch_size) + " is smaller than the " +
-                                  std::to_string(config.process_group.size()) +
-                                  " processes: every process needs at least one example per batch");
-    }
-  }
-  parallel::bucket_bytes_from_mb(config.bucket_mb);  // throws for a bad --bucket-mb
-  if (config.batch_size < static_cast<int64_t>(config.devices.size())) {
-    throw std::invalid_argument("--batch-size " + std::to_string(config.batch_size) + " is smaller than the " +
-                                std::to_string(config.devices.size()) +
-                                " devices: every device needs at least one example per batch");
-  }
-}
 
 namespace {
 const ScratchConfig& validated(const ScratchConfig& config) {
@@ -130,7 +102,7 @@ void ScratchTrainer::load_state(const checkpoint::Checkpoint& from, const std::s
   if (!from.buffers.empty() || !from.momentum.empty()) {
     throw checkpoint::CheckpointError("checkpoint " + source +
                                       " holds buffers or momentum, which the from-scratch LeNet has none of; "
-                                      "it was written by --api concise");
+                                      "it was written by `api` concise");
   }
 }
 

@@ -34,9 +34,6 @@ struct ScratchConfig {
   parallel::ProcessGroup process_group;     // a multi-process job (--dist mpi): one device per process
 };
 
-// Checks the parts of a config a user can get wrong, with a message naming the flag.
-void validate(const ScratchConfig& config);
-
 // The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which
 // holds the device workers, the communicator and one parameter replica per device.
 class ScratchTrainer : public Trainable {

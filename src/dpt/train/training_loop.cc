@@ -6,22 +6,10 @@
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/data/loader.h"
+#include "dpt/train/config.h"
 #include "dpt/train/timer.h"
 
 namespace dpt::train {
-
-void validate(const RunOptions& run) {
-  if (run.checkpoint_every < 0) {
-    throw std::invalid_argument("--checkpoint-every must be >= 0, got " + std::to_string(run.checkpoint_every));
-  }
-  if (run.keep_checkpoints < 1) {
-    throw std::invalid_argument("--keep-checkpoints must be at least 1, got " + std::to_string(run.keep_checkpoints));
-  }
-  if (run.checkpoint_dir.empty() && (run.resume || run.checkpoint_every > 0)) {
-    throw std::invalid_argument(std::string(run.resume ? "--resume" : "--checkpoint-every") +
-                                " needs --checkpoint-dir");
-  }
-}
 
 namespace {
 
@@ -41,10 +29,10 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
   };
   if (c.model != settings.model) mismatch("model", c.model, settings.model);
   if (c.batch_size != settings.batch_size)
-    mismatch("--batch-size", std::to_string(c.batch_size), std::to_string(settings.batch_size));
-  if (c.seed != settings.seed) mismatch("--seed", std::to_string(c.seed), std::to_string(settings.seed));
+    mismatch("`batch_size`", std::to_string(c.batch_size), std::to_string(settings.batch_size));
+  if (c.seed != settings.seed) mismatch("`seed`", std::to_string(c.seed), std::to_string(settings.seed));
   if (c.train_examples != train_examples) {
-    mismatch("training examples (--train-limit)", std::to_string(c.train_examples), std::to_string(train_examples));
+    mismatch("training examples (`train_limit`)", std::to_string(c.train_examples), std::to_string(train_examples));
   }
 }
 
@@ -102,9 +90,9 @@ std::string interrupted_message(int signal, const checkpoint::Position& at, cons
   const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a stop request";
   std::string message = std::string("stopped by ") + name + " after step " + std::to_string(at.global_step) +
                         " (epoch " + std::to_string(at.epoch + 1) + ", batch " + std::to_string(at.batch_offset) + ")";
-  if (dir.empty()) return message + "; no --checkpoint-dir was given, so nothing was saved";
-  if (saved.empty()) return message + "; rank 0 wrote the checkpoint to " + dir + ", rerun with --resume to continue";
-  return message + "; checkpoint written to " + saved.string() + ", rerun with --resume to continue";
+  if (dir.empty()) return message + "; no `checkpoint_dir` was given, so nothing was saved";
+  if (saved.empty()) return message + "; rank 0 wrote the checkpoint to " + dir + ", rerun with `resume` to continue";
+  return message + "; checkpoint written to " + saved.string() + ", rerun with `resume` to continue";
 }
 
 }  // namespace
@@ -112,9 +100,7 @@ std::string interrupted_message(int signal, const checkpoint::Position& at, cons
 LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
                         const LoopSettings& settings, const RunOptions& run, const EpochCallback& on_epoch,
                         const StepCallback& on_step) {
-  if (settings.epochs < 1) {
-    throw std::invalid_argument("--epochs must be at least 1, got " + std::to_string(settings.epochs));
-  }
+  validate(settings);
   validate(run);
   const Checkpointer checkpointer(model, settings, run, train_data.size());
   LoopState state = run.resume ? resume(model, settings, run, train_data.size()) : LoopState{};
@@ -137,7 +123,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
         const std::string message = divergence_message(*cause, epoch + 1, loader.batch_offset(), settings.lr);
         if (run.on_nan == OnNan::stop) throw DivergenceError(message);
         ++result.skipped_steps;
-        if (run.warn) run.warn(message + " (--on-nan skip: update dropped)");
+        if (run.warn) run.warn(message + " (`on_nan` skip: update dropped)");
       } else {
         model.apply_update();
         state.epoch_sum += step;

@@ -62,7 +62,7 @@ struct ResumeInfo {
   std::vector<EpochStats> history;
 };
 
-// How a run is checkpointed, resumed, guarded and stopped (the reliability flags).
+// How a run is checkpointed, resumed, guarded and stopped; validate(RunOptions) (config.h) checks it.
 struct RunOptions {
   std::string checkpoint_dir;    // empty: no checkpoints
   int64_t checkpoint_every = 0;  // also every N steps (0: after each epoch only)
@@ -73,9 +73,6 @@ struct RunOptions {
   std::function<void(const std::string&)> warn;      // skipped steps, refused checkpoints
   std::function<void(const ResumeInfo&)> on_resume;  // before the first step of a resumed run
 };
-
-// Throws std::invalid_argument naming the flag for options that cannot work.
-void validate(const RunOptions& run);
 
 // Thrown after a stop request, once the step is finished and the checkpoint written.
 class TrainingInterrupted : public std::runtime_error {
@@ -99,7 +96,7 @@ struct LoopResult {
   std::vector<EpochStats> history;  // every epoch, those of a resumed checkpoint included
   double train_seconds = 0;         // in this invocation
   int64_t examples_trained = 0;     // in this invocation
-  int64_t skipped_steps = 0;        // --on-nan skip
+  int64_t skipped_steps = 0;        // on_nan skip
 };
 
 // Called after each step with the epoch (1-based), the step (1-based), the steps in the

@@ -4,6 +4,8 @@
 #include <dnnl.hpp>
 #include <stdexcept>
 
+#include "dpt/core/config_error.h"
+
 namespace dpt::ops {
 
 namespace {
@@ -18,9 +20,9 @@ bool cpu_has_bf16() {
 
 void set_conv_precision(ConvPrecision precision) {
   if (precision == ConvPrecision::bf16 && !cpu_has_bf16()) {
-    throw std::invalid_argument(
-        "--precision bf16 needs a CPU with avx512_bf16 (native bfloat16 dot products), which this one lacks; "
-        "use --precision fp32");
+    throw ConfigError("precision",
+                      "`precision` bf16 needs a CPU with avx512_bf16 (native bfloat16 dot products), which this one "
+                      "lacks; use `precision` fp32");
   }
   g_precision.store(precision);
 }
@@ -30,7 +32,7 @@ ConvPrecision conv_precision() { return g_precision.load(std::memory_order_relax
 ConvPrecision parse_conv_precision(std::string_view text) {
   if (text == "fp32") return ConvPrecision::fp32;
   if (text == "bf16") return ConvPrecision::bf16;
-  throw std::invalid_argument("--precision must be fp32 or bf16, got '" + std::string(text) + "'");
+  throw bad_choice("precision", text, kConvPrecisions);
 }
 
 std::string precision_name(ConvPrecision precision) { return precision == ConvPrecision::bf16 ? "bf16" : "fp32"; }

@@ -21,8 +21,22 @@ void check_nccl(ncclResult_t status, const char* what) {
   if (status != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(status));
 }
 
+ncclDataType_t nccl_type(DType type) { return type == DType::f32 ? ncclFloat : ncclInt64; }
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::min: return ncclMin;
+  }
+  throw std::invalid_argument("NCCL allreduce: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
+}
+
 class NcclCommunicator final : public Communicator {
  public:
+  using Communicator::allreduce;
+  using Communicator::broadcast;
+
   explicit NcclCommunicator(const std::vector<Device>& devices)
       : devices_(devices),
         comms_(devices.size()),
@@ -45,19 +59,20 @@ class NcclCommunicator final : public Communicator {
   std::string name() const override { return "nccl"; }
   bool reduces_device_memory() const override { return true; }
 
-  void allreduce_sum(int rank, float* data, size_t count) override {
+  void allreduce(int rank, void* data, size_t count, DType type, ReduceOp op) override {
     throw_if_aborted();
     const cuda::Context& ctx = cuda::context(devices_[rank].index);
-    check_nccl(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comms_[rank], ctx.stream), "ncclAllReduce");
+    check_nccl(ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), comms_[rank], ctx.stream),
+               "ncclAllReduce");
     // NCCL's ring moves 2 (N-1)/N of the buffer into each rank; not measured, as NCCL
     // does not report it.
-    received_[rank] += 2 * (devices_.size() - 1) * count * sizeof(float) / devices_.size();
+    received_[rank] += 2 * (devices_.size() - 1) * count * dtype_size(type) / devices_.size();
   }
-  void broadcast(int rank, float* data, size_t count, int root) override {
+  void broadcast(int rank, void* data, size_t count, DType type, int root) override {
     throw_if_aborted();
     const cuda::Context& ctx = cuda::context(devices_[rank].index);
-    check_nccl(ncclBroadcast(data, data, count, ncclFloat, root, comms_[rank], ctx.stream), "ncclBroadcast");
-    if (rank != root) received_[rank] += count * sizeof(float);
+    check_nccl(ncclBroadcast(data, data, count, nccl_type(type), root, comms_[rank], ctx.stream), "ncclBroadcast");
+    if (rank != root) received_[rank] += count * dtype_size(type);
   }
   void barrier(int) override { barrier_.arrive_and_wait(); }
   void abort(const std::string& reason) override {

@@ -1,0 +1,190 @@
+// The dptrain command line (cli.h): parsing argv into a train::JobConfig, and mapping
+// between the library's config field names and the flags. Checking and running the job is
+// the library's (train/config.h, train/job.h).
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "dpt/nn/init.h"
+#include "dpt/ops/precision.h"
+#include "dpt/train/job.h"
+
+namespace dpt::cli {
+
+namespace {
+
+// The one table of the CLI's names for config fields (train::JobConfig): every flag of
+// `dptrain train` is declared with it, and every backquoted field in a message the library
+// prints is rewritten with it.
+struct FieldFlag {
+  std::string_view field, flag;
+};
+constexpr std::array kFieldFlags{
+    FieldFlag{"model", "--model"},
+    FieldFlag{"api", "--api"},
+    FieldFlag{"devices", "--devices"},
+    FieldFlag{"epochs", "--epochs"},
+    FieldFlag{"batch_size", "--batch-size"},
+    FieldFlag{"lr", "--lr"},
+    FieldFlag{"momentum", "--momentum"},
+    FieldFlag{"weight_decay", "--weight-decay"},
+    FieldFlag{"init", "--init"},
+    FieldFlag{"seed", "--seed"},
+    FieldFlag{"data_dir", "--data"},
+    FieldFlag{"train_limit", "--train-limit"},
+    FieldFlag{"test_limit", "--test-limit"},
+    FieldFlag{"allreduce", "--allreduce"},
+    FieldFlag{"cores", "--cores"},
+    FieldFlag{"metrics_file", "--metrics"},
+    FieldFlag{"plot_file", "--plot"},
+    FieldFlag{"checkpoint_dir", "--checkpoint-dir"},
+    FieldFlag{"checkpoint_every", "--checkpoint-every"},
+    FieldFlag{"keep_checkpoints", "--keep-checkpoints"},
+    FieldFlag{"resume", "--resume"},
+    FieldFlag{"on_nan", "--on-nan"},
+    FieldFlag{"dist", "--dist"},
+    FieldFlag{"bucket_mb", "--bucket-mb"},
+    FieldFlag{"precision", "--precision"},
+    FieldFlag{"collective_timeout", "--collective-timeout"},
+};
+
+std::string flag(std::string_view field) {
+  for (const FieldFlag& f : kFieldFlags) {
+    if (f.field == field) return std::string(f.flag);
+  }
+  throw std::logic_error("dptrain has no flag for the config field " + std::string(field));
+}
+
+// `message` with every backquoted config field ("`batch_size`") replaced by its flag
+// ("--batch-size"); backquoted text that is no field stays as it is.
+std::string with_flags(const std::string& message) {
+  std::string out;
+  size_t at = 0;
+  while (at < message.size()) {
+    const size_t open = message.find('`', at);
+    const size_t close = open == std::string::npos ? std::string::npos : message.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out.append(message, at, open - at);
+    const std::string_view name(message.data() + open + 1, close - open - 1);
+    const FieldFlag* found = nullptr;
+    for (const FieldFlag& f : kFieldFlags) found = f.field == name ? &f : found;
+    if (found) {
+      out += found->flag;
+    } else {
+      out.append(message, open, close - open + 1);
+    }
+    at = close + 1;
+  }
+  return out + message.substr(std::min(at, message.size()));
+}
+
+// "Network to train (lenet or resnet18)": a help text with the library's choices.
+template <size_t N>
+std::string listing(const std::string& help, const std::array<std::string_view, N>& choices) {
+  return help + " (" + choices_str(choices) + ")";
+}
+
+void add_train_flags(CLI::App& train, train::JobConfig& j) {
+  train.add_option(flag("model"), j.model, listing("Network to train", train::kModels))->capture_default_str();
+  train
+      .add_option(flag("api"), j.api,
+                  listing("scratch: the lesson's from-scratch loop (LeNet only); concise: Module + DataParallel + "
+                          "optim::SGD + train()",
+                          train::kApis))
+      ->capture_default_str();
+  train
+      .add_option(flag("devices"), j.devices,
+                  "Devices, one model replica each: cpu:N (N CPU devices sharing the cores), "
+                  "cuda:0,cuda:1 (GPUs by index), or a count such as 2")
+      ->capture_default_str();
+  train.add_option(flag("epochs"), j.epochs, "Passes over the training set")->capture_default_str();
+  train.add_option(flag("batch_size"), j.batch_size, "Global minibatch, split across the devices")
+      ->capture_default_str();
+  train.add_option(flag("lr"), j.lr, "SGD learning rate")->capture_default_str();
+  train.add_option(flag("momentum"), j.momentum, "SGD momentum (--api concise)")->capture_default_str();
+  train.add_option(flag("weight_decay"), j.weight_decay, "L2 weight decay (--api concise)")->capture_default_str();
+  train
+      .add_option(flag("init"), j.init,
+                  listing("Weight init (--api concise): lesson = N(0, 0.01^2), kaiming, xavier", nn::kInits))
+      ->capture_default_str();
+  train.add_option(flag("seed"), j.seed, "Seed for parameter init and shuffling")->capture_default_str();
+  train.add_option(flag("data_dir"), j.data_dir, "Fashion-MNIST directory (IDX files, gzipped or plain)")
+      ->capture_default_str();
+  train.add_option(flag("train_limit"), j.train_limit, "Train on the first N training images only (0: all)")
+      ->capture_default_str();
+  train.add_option(flag("test_limit"), j.test_limit, "Evaluate on the first N test images only (0: all)")
+      ->capture_default_str();
+  train
+      .add_option(flag("allreduce"), j.allreduce,
+                  listing("Gradient allreduce algorithm between devices", train::kAllreduces))
+      ->capture_default_str();
+  train.add_option(flag("cores"), j.cores, "CPU cores to split between the CPU devices")->capture_default_str();
+  train.add_option(flag("metrics_file"), j.metrics_file, "Write one JSON line per epoch to this file");
+  train.add_option(flag("plot_file"), j.plot_file,
+                   "Draw train loss, train acc and test acc per epoch into this SVG file");
+  train.add_option(flag("checkpoint_dir"), j.checkpoint_dir,
+                   "Write a checkpoint (parameters, optimizer, data position) here after every epoch; "
+                   "SIGINT/SIGTERM also write one before exiting");
+  train
+      .add_option(flag("checkpoint_every"), j.checkpoint_every,
+                  "Also write a checkpoint every N steps (0: per epoch only)")
+      ->capture_default_str();
+  train.add_option(flag("keep_checkpoints"), j.keep_checkpoints, "How many of the newest checkpoints to keep")
+      ->capture_default_str();
+  train.add_flag(flag("resume"), j.resume,
+                 "Continue from the newest intact checkpoint in --checkpoint-dir (same settings: the result is "
+                 "bit for bit that of an uninterrupted run on the same devices)");
+  train
+      .add_option(flag("on_nan"), j.on_nan,
+                  listing("A NaN/Inf loss or gradient: stop with the step and layer, or skip the update",
+                          train::kOnNans))
+      ->capture_default_str();
+  train
+      .add_option(flag("dist"), j.dist,
+                  listing("none: the devices are threads of this process; mpi: one process per device, started by "
+                          "mpirun -np N (each with --devices cpu:1), rank 0 alone printing and writing files",
+                          train::kDists))
+      ->capture_default_str();
+  train
+      .add_option(flag("bucket_mb"), j.bucket_mb,
+                  "Allreduce the gradients in buckets of this many MiB, each as soon as backward has produced it "
+                  "(overlapping communication with backward); 0: one allreduce after backward")
+      ->capture_default_str();
+  train
+      .add_option(flag("precision"), j.precision,
+                  listing("Convolution arithmetic: fp32, or bf16 (operands rounded to bfloat16, fp32 accumulation "
+                          "and outputs; needs a CPU with avx512_bf16; single-channel convolutions stay fp32). "
+                          "Resume with the precision the run started with.",
+                          ops::kConvPrecisions))
+      ->capture_default_str();
+  train
+      .add_option(flag("collective_timeout"), j.collective_timeout,
+                  "--dist mpi: seconds a collective waits for the other processes before the whole job is stopped")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int run(int argc, char** argv, const CliHooks& hooks) {
+  CLI::App app{"dptrain: data-parallel training of convolutional networks on Fashion-MNIST"};
+  app.require_subcommand(1);
+  train::JobConfig job;
+  CLI::App* train = app.add_subcommand("train", "Train a model and report accuracy and speed");
+  add_train_flags(*train, job);
+  std::string checkpoint_file;
+  CLI::App* info = app.add_subcommand("checkpoint-info", "Check a checkpoint file and print what it holds");
+  info->add_option("file", checkpoint_file, "A step-*.ckpt file from --checkpoint-dir")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const train::JobHooks job_hooks{hooks.wrap_communicator, with_flags};
+  return info->parsed() ? train::show_checkpoint(checkpoint_file, job_hooks) : train::run_job(job, job_hooks);
+}
+
+}  // namespace dpt::cli

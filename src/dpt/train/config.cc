@@ -1,0 +1,100 @@
+#include "dpt/train/config.h"
+
+#include <algorithm>
+#include <string>
+
+#include "dpt/cuda/runtime.h"
+#include "dpt/nn/init.h"
+#include "dpt/ops/precision.h"
+#include "dpt/optim/sgd.h"
+#include "dpt/parallel/device_list.h"
+#include "dpt/parallel/gradient_bucketer.h"
+#include "dpt/parallel/replica_group.h"
+
+namespace dpt::train {
+
+namespace {
+
+void check_choice(const std::string& field, const std::string& text, std::span<const std::string_view> choices) {
+  if (std::find(choices.begin(), choices.end(), text) == choices.end()) throw bad_choice(field, text, choices);
+}
+
+void check_epochs(int epochs) {
+  if (epochs < 1) throw ConfigError("epochs", "`epochs` must be at least 1, got " + std::to_string(epochs));
+}
+
+void check_batch_size(int64_t batch_size) {
+  if (batch_size < 1) {
+    throw ConfigError("batch_size", "`batch_size` must be positive, got " + std::to_string(batch_size));
+  }
+}
+
+}  // namespace
+
+OnNan parse_on_nan(std::string_view text) {
+  if (text == "stop") return OnNan::stop;
+  if (text == "skip") return OnNan::skip;
+  throw bad_choice("on_nan", text, kOnNans);
+}
+
+void validate(const JobConfig& job) {
+  check_choice("model", job.model, kModels);
+  check_choice("api", job.api, kApis);
+  check_choice("allreduce", job.allreduce, kAllreduces);
+  check_choice("dist", job.dist, kDists);
+  nn::parse_init(job.init);
+  parse_on_nan(job.on_nan);
+  ops::parse_conv_precision(job.precision);
+  if (job.api == "scratch") {
+    if (job.model != "lenet") {
+      throw ConfigError("model", "`model` " + job.model + " needs `api` concise (the from-scratch loop is LeNet's)");
+    }
+    if (job.momentum != 0.0f || job.weight_decay != 0.0f || job.init != "lesson") {
+      const std::string field = job.momentum != 0.0f ? "momentum" : job.weight_decay != 0.0f ? "weight_decay" : "init";
+      throw ConfigError(field, "`momentum`, `weight_decay` and `init` need `api` concise (the lesson's sgd has none)");
+    }
+  }
+  if (job.train_limit < 0 || job.test_limit < 0) {
+    throw ConfigError(job.train_limit < 0 ? "train_limit" : "test_limit",
+                      "`train_limit` and `test_limit` must be >= 0");
+  }
+  parallel::parse_device_list(job.devices, cuda::device_count());
+  parallel::check_bucket_mb(job.bucket_mb);
+  if (job.dist == "mpi" && !(job.collective_timeout > 0)) {
+    throw ConfigError("collective_timeout",
+                      "`collective_timeout` must be > 0 seconds, got " + std::to_string(job.collective_timeout));
+  }
+}
+
+void validate(const ScratchConfig& config) {
+  check_epochs(config.epochs);
+  check_batch_size(config.batch_size);
+  optim::check_learning_rate(config.lr);
+  parallel::check_bucket_mb(config.bucket_mb);
+  parallel::check_replica_devices(config.devices, {config.allreduce, config.cores, config.bucket_mb,
+                                                   config.process_group});
+  parallel::check_batch_covers_devices(config.batch_size, config.devices, config.process_group);
+  validate(config.run);
+}
+
+void validate(const LoopSettings& settings) {
+  check_epochs(settings.epochs);
+  check_batch_size(settings.batch_size);
+}
+
+void validate(const RunOptions& run) {
+  if (run.checkpoint_every < 0) {
+    throw ConfigError("checkpoint_every",
+                      "`checkpoint_every` must be >= 0, got " + std::to_string(run.checkpoint_every));
+  }
+  if (run.keep_checkpoints < 1) {
+    throw ConfigError("keep_checkpoints",
+                      "`keep_checkpoints` must be at least 1, got " + std::to_string(run.keep_checkpoints));
+  }
+  if (run.checkpoint_dir.empty() && (run.resume || run.checkpoint_every > 0)) {
+    const std::string field = run.resume ? "resume" : "checkpoint_every";
+    throw ConfigError(field, "`" + field + "` needs `checkpoint_dir`");
+  }
+}
+
+}  // namespace dpt::train

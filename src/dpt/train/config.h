@@ -1,0 +1,85 @@
+// Every check of a training configuration, in one place. The library's entry points
+// (train_lenet_from_scratch, train, run_training, run_job) call these; a front end does
+// not check anything itself. Each check throws ConfigError naming the field at fault, in
+// messages that spell settings as backquoted field names ("`batch_size` 0 ..."), which a
+// front end rewrites into its own names (the CLI: its flags).
+//
+// The rules about placing work on devices (one device per process in a multi-process job,
+// a batch no smaller than the devices, the kinds of devices that train together) are
+// stated in parallel/device_list.h, where the engines below train/ can call them too;
+// validate() here applies them to a configuration.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dpt/core/config_error.h"
+#include "dpt/data/fashion_mnist.h"
+#include "dpt/parallel/device_pool.h"
+#include "dpt/train/divergence_guard.h"
+#include "dpt/train/train_from_scratch.h"
+#include "dpt/train/training_loop.h"
+
+namespace dpt::train {
+
+// The choices of the enum-like fields, by name; help texts list them from here. (Those of
+// `init` and `precision` are nn::kInits and ops::kConvPrecisions.)
+inline constexpr std::array<std::string_view, 2> kModels{"lenet", "resnet18"};
+inline constexpr std::array<std::string_view, 2> kApis{"scratch", "concise"};
+inline constexpr std::array<std::string_view, 2> kAllreduces{"naive", "ring"};
+inline constexpr std::array<std::string_view, 2> kOnNans{"stop", "skip"};
+inline constexpr std::array<std::string_view, 2> kDists{"none", "mpi"};
+
+// One training job as a front end describes it, before anything is parsed or checked.
+// The member names are the field names errors use.
+struct JobConfig {
+  std::string model = "lenet";   // kModels
+  std::string api = "scratch";   // kApis: the lesson's from-scratch loop, or DataParallel + SGD
+  std::string devices = "cpu:1"; // parallel::parse_device_list's forms
+  int epochs = 10;
+  int64_t batch_size = 256;      // global, split across the devices
+  float lr = 0.2f;
+  float momentum = 0.0f;         // concise API only
+  float weight_decay = 0.0f;     // concise API only
+  std::string init = "lesson";   // nn::kInits; concise API only
+  uint64_t seed = 0;             // parameter init and shuffling
+  std::string data_dir = data::kDefaultDataDir;
+  int64_t train_limit = 0;       // the first N training images only; 0: all
+  int64_t test_limit = 0;
+  std::string allreduce = "ring";  // kAllreduces
+  int cores = parallel::available_cores();
+  std::string metrics_file;      // empty: none
+  std::string plot_file;         // empty: none
+  std::string checkpoint_dir;    // empty: no checkpoints
+  int64_t checkpoint_every = 0;
+  int keep_checkpoints = 2;
+  bool resume = false;
+  std::string on_nan = "stop";   // kOnNans
+  std::string dist = "none";     // kDists: mpi is one process per device, started by mpirun
+  double bucket_mb = 0;
+  double collective_timeout = 300;  // seconds; dist mpi only
+  std::string precision = "fp32";   // ops::kConvPrecisions
+};
+
+// "stop" or "skip"; throws ConfigError (`on_nan`) listing them otherwise.
+OnNan parse_on_nan(std::string_view text);
+
+// What can be checked of a job before it joins other processes: every choice, the
+// settings only the concise API has, the limits, the devices' text, the bucket size and the
+// collective timeout. The rest (epochs, batch size, learning rate, the devices against the
+// process group, checkpoints) is validate(ScratchConfig)'s, once the group exists.
+void validate(const JobConfig& job);
+
+// A from-scratch (or any) run on devices: epochs, batch size, learning rate, the devices
+// (kinds, one per process in a job, no more than the batch), buckets and run options.
+void validate(const ScratchConfig& config);
+
+// The training loop's own settings: epochs and batch size.
+void validate(const LoopSettings& settings);
+
+// Checkpoints and resuming.
+void validate(const RunOptions& run);
+
+}  // namespace dpt::train

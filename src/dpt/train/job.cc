@@ -1,0 +1,169 @@
+#include "dpt/train/job.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/checkpoint/checkpoint_summary.h"
+#include "dpt/cuda/runtime.h"
+#include "dpt/data/fashion_mnist.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/models.h"
+#include "dpt/ops/precision.h"
+#include "dpt/parallel/data_parallel.h"
+#include "dpt/parallel/device_list.h"
+#include "dpt/parallel/mpi_communicator.h"
+#include "dpt/parallel/process_group.h"
+#include "dpt/train/console_reporter.h"
+#include "dpt/train/stop_request.h"
+#include "dpt/train/train_concise.h"
+#include "dpt/train/train_from_scratch.h"
+
+namespace dpt::train {
+
+namespace {
+
+std::string worded(const JobHooks& hooks, const std::string& message) {
+  return hooks.wording ? hooks.wording(message) : message;
+}
+
+// With dist mpi: MPI for the whole run, and this process's place in the job. Only rank 0
+// prints to stdout and writes metrics, plots and checkpoints; the others' stdout is muted.
+parallel::ProcessGroup join_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const JobHooks& hooks) {
+  if (job.dist != "mpi") return {};
+  mpi.emplace();  // throws in a build without MPI, saying how to get it
+  std::shared_ptr<parallel::Communicator> comm = mpi->communicator(job.allreduce, job.collective_timeout);
+  if (hooks.wrap_communicator) comm = hooks.wrap_communicator(std::move(comm));
+  parallel::ProcessGroup group{std::move(comm), mpi->rank()};
+  if (!group.is_root()) {
+    job.metrics_file.clear();
+    job.plot_file.clear();
+    if (!std::freopen("/dev/null", "w", stdout))
+      throw std::runtime_error("cannot mute stdout of rank " + std::to_string(group.rank));
+  }
+  return group;
+}
+
+data::Dataset load_split(const JobConfig& job, data::Split split, int64_t limit) {
+  data::Dataset all = data::load_fashion_mnist(job.data_dir, split);
+  return limit > 0 ? data::take_first(all, limit) : all;
+}
+
+RunOptions run_options(const JobConfig& job) {
+  RunOptions run;
+  run.checkpoint_dir = job.checkpoint_dir;
+  run.checkpoint_every = job.checkpoint_every;
+  run.keep_checkpoints = job.keep_checkpoints;
+  run.resume = job.resume;
+  run.on_nan = parse_on_nan(job.on_nan);
+  run.stop_signal = stop_signal;
+  return run;
+}
+
+int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const JobHooks& hooks) {
+  validate(job);  // everything that can fail before MPI starts
+  ops::set_conv_precision(ops::parse_conv_precision(job.precision));  // refuses bf16 on a CPU without it
+  const std::vector<Device> devices = parallel::parse_device_list(job.devices, cuda::device_count());
+  const parallel::ProcessGroup group = join_job(job, mpi, hooks);
+  ScratchConfig scratch;  // also what the concise API is checked against
+  scratch.epochs = job.epochs;
+  scratch.batch_size = job.batch_size;
+  scratch.lr = job.lr;
+  scratch.seed = job.seed;
+  scratch.devices = devices;
+  scratch.allreduce = job.allreduce;
+  scratch.cores = job.cores;
+  scratch.bucket_mb = job.bucket_mb;
+  scratch.process_group = group;
+  scratch.run = run_options(job);
+  ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
+      {job.epochs, job.metrics_file, job.resume, job.plot_file,
+       job.model + " (" + job.api + ") on " + std::to_string(parallel::device_names(devices, group).size()) +
+           " device(s)",
+       hooks.wording},
+      parallel::device_names(devices, group));
+  reporter.attach(scratch.run);
+  validate(scratch);
+
+  const data::Dataset train_data = load_split(job, data::Split::train, job.train_limit);
+  const data::Dataset test_data = load_split(job, data::Split::test, job.test_limit);
+  const int threads = std::max(1, job.cores / static_cast<int>(devices.size()));
+  const std::string placement =
+      group.distributed() ? std::to_string(group.size()) + " MPI processes with " + device_list_str(devices) + " each"
+                          : device_list_str(devices);
+  const std::string allreduce = (group.distributed() ? group.comm->name() : job.allreduce) +
+                                (job.bucket_mb > 0 ? ", " + std::to_string(job.bucket_mb) + " MiB buckets" : "");
+  std::printf(
+      "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
+      "from %s, batch %lld, lr %g, %d epochs%s\n",
+      job.model.c_str(), job.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
+      static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data_dir.c_str(),
+      static_cast<long long>(job.batch_size), job.lr, job.epochs,
+      ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "");
+  std::fflush(stdout);
+  install_stop_handlers();
+
+  if (job.api == "scratch") {
+    const TrainSummary summary =
+        train_lenet_from_scratch(train_data, test_data, scratch, reporter.epoch_callback(), reporter.step_callback());
+    std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", summary.test_acc, summary.sec_per_epoch, placement.c_str());
+    return 0;
+  }
+
+  std::unique_ptr<nn::Module> net = job.model == "lenet" ? std::unique_ptr<nn::Module>(nn::lenet_module())
+                                                         : std::unique_ptr<nn::Module>(nn::resnet18(10, 1));
+  nn::init_weights(*net, nn::parse_init(job.init), job.seed);
+  parallel::DataParallel parallel_net(std::move(net), devices,
+                                      parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group});
+  optim::SGD optimizer(parallel_net.replica_parameters(), {job.lr, job.momentum, job.weight_decay});
+  const TrainHistory history =
+      train(parallel_net, optimizer, train_data, test_data, {job.epochs, job.batch_size, job.seed, job.model, scratch.run},
+            reporter.epoch_callback(), reporter.step_callback());
+  const EpochStats& last = history.epochs.back();
+  std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);
+  std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, placement.c_str());
+  return 0;
+}
+
+// Runs `body`, turning what it throws into the job's exit status and message.
+template <typename Body>
+int reporting_errors(const JobHooks& hooks, Body body) {
+  std::optional<parallel::MpiRuntime> mpi;  // dist mpi; finalised after everything else
+  try {
+    return body(mpi);
+  } catch (const TrainingInterrupted& e) {
+    // Under MPI every rank agreed to stop after the same step; rank 0 speaks for them.
+    if (!mpi || mpi->rank() == 0) std::fprintf(stderr, "dptrain: %s\n", worded(hooks, e.what()).c_str());
+    return 128 + e.signal();  // the shell's convention for "ended by signal N"
+  } catch (const std::exception& e) {
+    const std::string message = worded(hooks, e.what());
+    if (mpi) {
+      // One rank's error ends the job on every rank (MPI_Abort), never leaving them waiting.
+      std::fprintf(stderr, "dptrain: error: rank %d of %d (%s): %s\n", mpi->rank(), mpi->size(), mpi->host().c_str(),
+                   message.c_str());
+      parallel::MpiRuntime::abort_job(1);
+    }
+    std::fprintf(stderr, "dptrain: error: %s\n", message.c_str());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int run_job(JobConfig job, const JobHooks& hooks) {
+  return reporting_errors(hooks, [&](std::optional<parallel::MpiRuntime>& mpi) { return train_job(job, mpi, hooks); });
+}
+
+int show_checkpoint(const std::string& file, const JobHooks& hooks) {
+  return reporting_errors(hooks, [&](std::optional<parallel::MpiRuntime>&) {
+    std::printf("%s", checkpoint::summary(checkpoint::load(file)).c_str());
+    return 0;
+  });
+}
+
+}  // namespace dpt::train

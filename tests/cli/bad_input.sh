@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Bad configurations through the real dptrain binary: each must stop with exactly its
+# message on stderr (the library's backquoted fields rewritten into flags by the CLI) and
+# exit status 1, before any training (and, but for the last case, before loading data).
+#   usage: bad_input.sh DPTRAIN
+set -uo pipefail
+dptrain=${1:?usage: bad_input.sh DPTRAIN}
+failures=0
+# expect MESSAGE ARGS...: `dptrain ARGS...` prints "dptrain: error: MESSAGE" and exits 1.
+expect() {
+  local want="dptrain: error: $1"
+  shift
+  local got status
+  got=$("$dptrain" "$@" 2>&1 >/dev/null)
+  status=$?
+  if [[ $status -ne 1 || $got != "$want" ]]; then
+    echo "FAIL: dptrain $*"
+    echo "  want (status 1): $want"
+    echo "  got  (status $status): $got"
+    failures=$((failures + 1))
+  fi
+}
+expect "--batch-size must be positive, got 0" train --batch-size 0
+expect "--epochs must be at least 1, got 0" train --epochs 0
+expect "learning rate must be a finite number >= 0, got -0.500000" train --lr=-0.5
+expect "--model must be lenet or resnet18, got 'lenet2'" train --model lenet2
+expect "--api must be scratch or concise, got 'fancy'" train --api fancy
+expect "--allreduce must be naive or ring, got 'tree'" train --allreduce tree
+expect "--dist must be none or mpi, got 'tcp'" train --dist tcp
+expect "--on-nan must be stop or skip, got 'ignore'" train --on-nan ignore
+expect "--precision must be fp32 or bf16, got 'fp16'" train --precision fp16
+expect "--init must be lesson, kaiming or xavier, got 'he'" train --api concise --init he
+expect "--model resnet18 needs --api concise (the from-scratch loop is LeNet's)" train --model resnet18
+expect "--momentum, --weight-decay and --init need --api concise (the lesson's sgd has none)" train --momentum 0.9
+expect "--train-limit and --test-limit must be >= 0" train --test-limit -1
+expect "--bucket-mb must be a number >= 0, got -1.000000" train --bucket-mb -1
+expect "--collective-timeout must be > 0 seconds, got 0.000000" train --dist mpi --collective-timeout 0
+expect "bad --devices 'cpu:0': cpu:N needs N >= 1 CPU devices (expected cpu:N (N CPU devices), cuda:I[,cuda:J...] or a device count such as 2)" \
+  train --devices cpu:0
+expect "--batch-size 2 is smaller than the 3 devices: every device needs at least one example per batch" \
+  train --devices cpu:3 --batch-size 2
+expect "--resume needs --checkpoint-dir" train --resume
+expect "--checkpoint-every needs --checkpoint-dir" train --checkpoint-every 5
+expect "--keep-checkpoints must be at least 1, got 0" train --keep-checkpoints 0 --checkpoint-dir /nonexistent/ckpt
+expect "Fashion-MNIST directory '/nonexistent/fm' does not exist; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass --data DIR" \
+  train --data /nonexistent/fm
+if ((failures > 0)); then
+  echo "FAIL: $failures case(s)"
+  exit 1
+fi
+echo "PASS: every bad input stops with its message and status 1"

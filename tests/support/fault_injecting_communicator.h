@@ -1,0 +1,72 @@
+// Test-only fault injection: a Communicator that forwards every call to the one it wraps
+// and, on a configured rank's K-th allreduce (1-based, counted per rank over every
+// allreduce: gradients, step figures, stop votes), fails the way a test asks:
+//   exit:    std::_Exit(3) at once, without MPI_Finalize (a crashed process);
+//   hang:    sleeps forever (a stuck one);
+//   throw:   std::runtime_error "injected error (DPT_TEST_MPI_FAULT) in allreduce K" (an
+//            error on one rank, as a bad input would raise);
+//   sigint, sigterm: raises the signal in this process (as if the user or a scheduler
+//            sent it), then goes on with the collective normally.
+// Before acting it prints "dptrain: rank R: DPT_TEST_MPI_FAULT: <what> in allreduce K at
+// unix time T (a test of fault handling)" to stderr: tests/mpi/dptrain_mpi_fault.sh greps
+// it, and measures from T how long the other ranks took to stop.
+//
+// The library knows nothing of this: a test program installs it (tests/mpi/
+// dptrain_with_faults.cc wraps dptrain's communicator with it; unit tests wrap an
+// in-process one).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpt/parallel/communicator.h"
+
+namespace dpt::testing_support {
+
+enum class FaultMode { exit, hang, throw_error, sigint, sigterm };
+
+struct Fault {
+  int rank = -1;
+  long call = 0;  // 1-based: the K-th allreduce of that rank
+  FaultMode mode = FaultMode::throw_error;
+};
+
+// "R:K:MODE[,R:K:MODE...]", MODE one of exit, hang, throw, sigint, sigterm (e.g.
+// "1:5:sigint,2:5:sigterm"); "" gives no faults. Throws std::invalid_argument naming the
+// expected form for anything else.
+std::vector<Fault> parse_fault_spec(const std::string& spec);
+
+// parse_fault_spec of $DPT_TEST_MPI_FAULT (no faults when it is unset).
+std::vector<Fault> fault_spec_from_env();
+
+class FaultInjectingCommunicator final : public parallel::Communicator {
+ public:
+  using Communicator::allreduce;
+  using Communicator::broadcast;
+
+  FaultInjectingCommunicator(std::shared_ptr<parallel::Communicator> inner, std::vector<Fault> faults);
+
+  int size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
+  bool reduces_device_memory() const override { return inner_->reduces_device_memory(); }
+  void allreduce(int rank, void* data, size_t count, DType type, parallel::ReduceOp op) override;
+  void broadcast(int rank, void* data, size_t count, DType type, int root) override {
+    inner_->broadcast(rank, data, count, type, root);
+  }
+  void barrier(int rank) override { inner_->barrier(rank); }
+  void abort(const std::string& reason) override { inner_->abort(reason); }
+  size_t bytes_received(int rank) const override { return inner_->bytes_received(rank); }
+
+ private:
+  void inject_if_due(int rank);
+
+  std::shared_ptr<parallel::Communicator> inner_;
+  std::vector<Fault> faults_;
+  // Allreduces entered per rank (an MPI rank may call from its compute and its
+  // communication thread, hence atomic).
+  std::vector<std::atomic<long>> calls_;
+};
+
+}  // namespace dpt::testing_support
