@@ -37,7 +37,7 @@ Checkpoint sample(int64_t global_step = 7) {
   c.position = {1, 3, global_step};
   c.epoch_sum = {123.5, 40, 192};
   c.epoch_seconds = 1.25;
-  train::EpochStats e;
+  dpt::checkpoint::EpochStats e;
   e.epoch = 1;
   e.train_loss = 2.1;
   e.train_acc = 0.3;

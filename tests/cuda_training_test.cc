@@ -86,7 +86,7 @@ TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
   EXPECT_EQ(gpu.device_params()[0][0].device(), kGpu0);  // the replica lives in GPU memory
   for (int step = 0; step < 3; ++step) {
     const auto [X, y] = random_images(16, 100 + step);
-    const dpt::train::StepResult on_cpu = cpu.train_batch(X, y), on_gpu = gpu.train_batch(X, y);
+    const dpt::parallel::StepResult on_cpu = cpu.train_batch(X, y), on_gpu = gpu.train_batch(X, y);
     EXPECT_NEAR(on_gpu.loss_sum, on_cpu.loss_sum, 1e-4 * std::fabs(on_cpu.loss_sum));
     EXPECT_EQ(on_gpu.examples, 16);
   }

@@ -171,7 +171,7 @@ TEST_P(ConciseEquivalenceTest, ThreeMomentumStepsOnNDevicesMatchThePlainModule) 
       for (int s = 0; s < kSteps; ++s) {
         SCOPED_TRACE("step " + std::to_string(s + 1));
         sgd.zero_grad();
-        const dpt::train::StepResult result = net.forward_backward(batches[s].first, batches[s].second);
+        const dpt::parallel::StepResult result = net.forward_backward(batches[s].first, batches[s].second);
         EXPECT_EQ(result.examples, batch);
         // The summed loss over the shards is B times the plain mean loss.
         EXPECT_NEAR(result.loss_sum, reference_loss[s] * static_cast<double>(batch), 1e-4 * result.loss_sum);
@@ -316,8 +316,8 @@ TEST(DataParallelPartialBatch, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDev
     // Stale gradients on the idle replica must not leak into the sum.
     const std::vector<std::vector<Tensor>> params3 = three.replica_parameters();
     for (const Tensor& p : params3[2]) p.set_grad(Tensor::full(p.shape(), 1.0f));
-    const dpt::train::StepResult a = two.forward_backward(X, y);
-    const dpt::train::StepResult b = three.forward_backward(X, y);
+    const dpt::parallel::StepResult a = two.forward_backward(X, y);
+    const dpt::parallel::StepResult b = three.forward_backward(X, y);
     EXPECT_EQ(b.examples, 2);
     EXPECT_EQ(b.loss_sum, a.loss_sum);
     EXPECT_EQ(b.correct, a.correct);

@@ -873,7 +873,7 @@ TEST_P(EquivalenceTest, OneStepOnNDevicesMatchesOneDeviceAndReplicasAreBitIdenti
   for (const int64_t batch : {12, 13}) {  // 12: even splits over 1..4 devices; 13: uneven
     const auto [X, y] = random_images(batch, /*seed=*/batch);
     dpt::train::ScratchTrainer single(config_for(1, algorithm), initial_params);
-    dpt::train::StepResult reference_step;
+    dpt::parallel::StepResult reference_step;
     run_with_timeout(kHangTimeout, [&] { reference_step = single.train_batch(X, y); });
     const std::vector<std::vector<float>> reference = snapshot(single.device_params()[0]);
     // The trainer copied the initial parameters rather than stepping on them in place.
@@ -888,7 +888,7 @@ TEST_P(EquivalenceTest, OneStepOnNDevicesMatchesOneDeviceAndReplicasAreBitIdenti
       SCOPED_TRACE(algorithm + ", batch " + std::to_string(batch) + " over " + std::to_string(devices) + " devices");
       dpt::train::ScratchTrainer trainer(config_for(devices, algorithm), initial_params);
       ASSERT_EQ(trainer.devices(), cpu_devices(devices));
-      dpt::train::StepResult step;
+      dpt::parallel::StepResult step;
       run_with_timeout(kHangTimeout, [&] { step = trainer.train_batch(X, y); });
       EXPECT_EQ(step.examples, batch);
       EXPECT_NEAR(step.loss_sum, reference_step.loss_sum, 1e-5 * std::fabs(reference_step.loss_sum));
@@ -940,7 +940,7 @@ TEST(ScratchTrainer, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDevices) {
     const auto [X, y] = random_images(2, /*seed=*/9);
     dpt::train::ScratchTrainer two(config_for(2, algorithm), initial_params);
     dpt::train::ScratchTrainer three(config_for(3, algorithm), initial_params);
-    dpt::train::StepResult a, b;
+    dpt::parallel::StepResult a, b;
     run_with_timeout(kHangTimeout, [&] {
       a = two.train_batch(X, y);
       b = three.train_batch(X, y);

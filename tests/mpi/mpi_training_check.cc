@@ -40,7 +40,7 @@ dpt::data::Dataset random_dataset(int64_t n, uint64_t seed) {
 
 struct Outcome {
   std::vector<std::vector<float>> params;
-  std::vector<dpt::train::StepResult> steps;
+  std::vector<dpt::parallel::StepResult> steps;
   int64_t test_correct = 0;
 };
 
