@@ -16,7 +16,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -37,31 +36,6 @@ int mpi_count(size_t count) {
   return static_cast<int>(count);
 }
 
-// A fault for the fault tests, injected from the environment: DPT_TEST_MPI_FAULT=R:K:MODE
-// makes rank R, on entering its K-th allreduce (1-based), exit at once without
-// MPI_Finalize (MODE exit: a crashed process), stop responding (MODE hang: a stuck one),
-// or throw (MODE throw: an error, as a bad input on one rank would raise).
-struct InjectedFault {
-  int rank = -1;
-  long call = 0;
-  std::string mode;
-
-  static InjectedFault from_environment() {
-    InjectedFault fault;
-    const char* spec = std::getenv("DPT_TEST_MPI_FAULT");
-    if (!spec || !*spec) return fault;
-    char mode[16] = {};
-    if (std::sscanf(spec, "%d:%ld:%15s", &fault.rank, &fault.call, mode) != 3 ||
-        (std::strcmp(mode, "exit") != 0 && std::strcmp(mode, "hang") != 0 && std::strcmp(mode, "throw") != 0)) {
-      throw std::invalid_argument(
-          "DPT_TEST_MPI_FAULT must be RANK:CALL:exit, RANK:CALL:hang or RANK:CALL:throw, got '" + std::string(spec) +
-          "'");
-    }
-    fault.mode = mode;
-    return fault;
-  }
-};
-
 MPI_Datatype mpi_type(DType type) { return type == DType::f32 ? MPI_FLOAT : MPI_INT64_T; }
 
 class MpiCommunicator final : public Communicator {
@@ -71,8 +45,7 @@ class MpiCommunicator final : public Communicator {
 
   MpiCommunicator(const std::string& algorithm, double timeout_seconds)
       : algorithm_(algorithm),
-        timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))),
-        fault_(InjectedFault::from_environment()) {
+        timeout_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds))) {
     if (algorithm != "ring" && algorithm != "naive") {
       throw std::invalid_argument("unknown allreduce algorithm '" + algorithm + "': expected naive or ring");
     }
@@ -99,7 +72,6 @@ class MpiCommunicator final : public Communicator {
     check_rank(rank);
     std::lock_guard lock(mutex_);
     throw_if_aborted();
-    inject_fault_if_due();
     if (size_ == 1) return;
     if (algorithm_ == "ring") {
       ring_allreduce(static_cast<std::byte*>(data), count, type, op);
@@ -260,34 +232,13 @@ class MpiCommunicator final : public Communicator {
     throw CollectiveAborted("collective aborted: " + reason_);
   }
 
-  void inject_fault_if_due() {
-    ++allreduce_calls_;
-    if (fault_.rank != rank_ || fault_.call != allreduce_calls_) return;
-    const char* action = fault_.mode == "exit"   ? "exiting without MPI_Finalize"
-                         : fault_.mode == "hang" ? "hanging"
-                                                 : "throwing";
-    // The wall-clock time lets the tests measure how long the others take to stop.
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::fprintf(stderr,
-                 "dptrain: rank %d: DPT_TEST_MPI_FAULT: %s in allreduce %ld at unix time %.3f (a test of fault "
-                 "handling)\n",
-                 rank_, action, allreduce_calls_, now);
-    std::fflush(stderr);
-    if (fault_.mode == "exit") std::_Exit(3);
-    if (fault_.mode == "throw")
-      throw std::runtime_error("injected error (DPT_TEST_MPI_FAULT) in allreduce " + std::to_string(allreduce_calls_));
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-  }
-
   const std::string algorithm_;
   const Clock::duration timeout_;
-  const InjectedFault fault_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   std::mutex mutex_;  // one collective at a time per process, whichever thread calls
   std::vector<std::byte> scratch_;  // a peer's chunk (ring) or buffer (naive), before reducing it in
-  long allreduce_calls_ = 0;
   std::atomic<size_t> bytes_received_{0};
   std::atomic<bool> aborted_{false};
   mutable std::mutex reason_mutex_;
