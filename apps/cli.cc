@@ -48,6 +48,8 @@ constexpr std::array kFieldFlags{
     FieldFlag{"on_nan", "--on-nan"},
     FieldFlag{"dist", "--dist"},
     FieldFlag{"bucket_mb", "--bucket-mb"},
+    FieldFlag{"deterministic", "--deterministic"},
+    FieldFlag{"chunk_size", "--chunk-size"},
     FieldFlag{"precision", "--precision"},
     FieldFlag{"collective_timeout", "--collective-timeout"},
 };
@@ -160,6 +162,14 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                           "and outputs; needs a CPU with avx512_bf16; single-channel convolutions stay fp32). "
                           "Resume with the precision the run started with.",
                           ops::kConvPrecisions))
+      ->capture_default_str();
+  train.add_flag(flag("deterministic"), j.deterministic,
+                 "The same bits on any number of devices or processes: each batch is cut into chunks of "
+                 "--chunk-size examples, each computed on one thread (BatchNorm on the chunk's statistics), and the "
+                 "chunks' gradients summed in one fixed tree (CPU devices, no --bucket-mb)");
+  train
+      .add_option(flag("chunk_size"), j.chunk_size,
+                  "--deterministic: examples per chunk; --batch-size must be a multiple of it")
       ->capture_default_str();
   train
       .add_option(flag("collective_timeout"), j.collective_timeout,

@@ -177,6 +177,7 @@ std::string metadata_json(const Checkpoint& c) {
       {"model", c.model},
       {"seed", c.seed},
       {"batch_size", c.batch_size},
+      {"deterministic_chunk", c.deterministic_chunk},
       {"train_examples", c.train_examples},
       {"devices", c.devices},
       {"epoch", c.position.epoch},
@@ -197,6 +198,7 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     c.model = meta.at("model").get<std::string>();
     c.seed = meta.at("seed").get<uint64_t>();
     c.batch_size = meta.at("batch_size").get<int64_t>();
+    c.deterministic_chunk = meta.value("deterministic_chunk", int64_t{0});  // absent in files before the mode
     c.train_examples = meta.at("train_examples").get<int64_t>();
     c.devices = meta.at("devices").get<std::vector<std::string>>();
     c.position.epoch = meta.at("epoch").get<int64_t>();

@@ -51,6 +51,7 @@ struct Checkpoint {
   int64_t batch_size = 0;
   int64_t train_examples = 0;
   std::vector<std::string> devices;  // written on; informational (any device count loads)
+  int64_t deterministic_chunk = 0;   // the deterministic mode's chunk size; 0: the default mode
 
   Position position;
   parallel::StepResult epoch_sum;  // the steps of the current epoch so far

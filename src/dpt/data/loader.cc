@@ -30,13 +30,18 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
 
 }  // namespace
 
-RowRange shard_rows(int64_t rows, int64_t count, int64_t index) {
+int64_t chunks_in(int64_t rows, int64_t chunk) { return (rows + chunk - 1) / chunk; }
+
+RowRange shard_rows(int64_t rows, int64_t count, int64_t index, int64_t chunk) {
   if (count < 1 || index < 0 || index >= count) {
     throw std::out_of_range("shard " + std::to_string(index) + " of " + std::to_string(count) + " does not exist");
   }
-  const int64_t base = rows / count, extra = rows % count;
+  if (chunk < 1) throw std::out_of_range("chunks of " + std::to_string(chunk) + " rows do not exist");
+  const int64_t units = chunks_in(rows, chunk);
+  const int64_t base = units / count, extra = units % count;
   const int64_t begin = index * base + std::min(index, extra);
-  return {begin, begin + base + (index < extra ? 1 : 0)};
+  const int64_t end = begin + base + (index < extra ? 1 : 0);
+  return {std::min(begin * chunk, rows), std::min(end * chunk, rows)};
 }
 
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
@@ -61,10 +66,11 @@ BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, 
   order_ = epoch_order(num_examples(), shuffle_, seed_, epoch_);
 }
 
-void BatchLoader::set_shard(int64_t index, int64_t count) {
-  shard_rows(batch_size_, count, index);  // throws for a shard that does not exist
+void BatchLoader::set_shard(int64_t index, int64_t count, int64_t chunk) {
+  shard_rows(batch_size_, count, index, chunk);  // throws for a shard that does not exist
   shard_index_ = index;
   shard_count_ = count;
+  shard_chunk_ = chunk;
 }
 
 void BatchLoader::seek(int64_t epoch, int64_t batch_index) {
@@ -86,7 +92,7 @@ void BatchLoader::seek(int64_t epoch, int64_t batch_index) {
 bool BatchLoader::next(Batch& out) {
   if (batch_offset_ >= num_batches()) return false;
   const int64_t global_count = std::min(batch_size_, num_examples() - batch_offset_ * batch_size_);
-  const RowRange shard = shard_rows(global_count, shard_count_, shard_index_);
+  const RowRange shard = shard_rows(global_count, shard_count_, shard_index_, shard_chunk_);
   const int64_t begin = batch_offset_ * batch_size_ + shard.begin;
   const int64_t count = shard.size();
   const int64_t image_size = data_->rows * data_->cols;

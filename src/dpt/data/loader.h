@@ -23,12 +23,16 @@ struct Batch {
 // as possible, the first rows % count shards one row longer (256 over 3: 86/85/85). The one
 // rule both parallel::split_batch (devices of one process) and a sharded BatchLoader (one
 // process per device) follow, so N processes see exactly the shards N devices would.
+// With `chunk` > 1 the rows are cut into chunks of `chunk` (the last one shorter) and the
+// chunks shared out the same way, so every shard holds whole chunks (--deterministic).
 struct RowRange {
   int64_t begin = 0;
   int64_t end = 0;
   int64_t size() const { return end - begin; }
 };
-RowRange shard_rows(int64_t rows, int64_t count, int64_t index);
+RowRange shard_rows(int64_t rows, int64_t count, int64_t index, int64_t chunk = 1);
+// Chunks of `chunk` rows in `rows` (the last one may be shorter).
+int64_t chunks_in(int64_t rows, int64_t chunk);
 
 // The order in which epoch `epoch` visits examples 0..n-1: the identity without shuffling,
 // otherwise a hand-written Fisher-Yates shuffle driven by std::mt19937_64 (whose output
@@ -57,7 +61,7 @@ class BatchLoader {
   // global batch (shard_rows), while the global order stays that of (seed, epoch), so every
   // process of a job that uses the same seed reads its own, disjoint part of the same batch.
   // A shard can be empty when the global batch has fewer than `count` examples.
-  void set_shard(int64_t index, int64_t count);
+  void set_shard(int64_t index, int64_t count, int64_t chunk = 1);
   int64_t shard_index() const { return shard_index_; }
   int64_t shard_count() const { return shard_count_; }
 
@@ -79,6 +83,7 @@ class BatchLoader {
   int64_t batch_offset_ = 0;
   int64_t shard_index_ = 0;
   int64_t shard_count_ = 1;
+  int64_t shard_chunk_ = 1;
   std::vector<int64_t> order_;
 };
 

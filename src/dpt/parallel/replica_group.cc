@@ -16,7 +16,27 @@ void check_replica_devices(const std::vector<Device>& devices, const ReplicaGrou
   if (devices.empty()) throw ConfigError("devices", "`devices` names no device");
   check_devices_for_training(devices, options.process_group, options.bucket_mb);
   check_one_device_per_process(devices, options.process_group);
+  if (options.deterministic_chunk > 0) {
+    for (const Device& d : devices) {
+      if (d.kind != Device::Kind::cpu) {
+        throw ConfigError("deterministic", "`deterministic` runs on CPU devices only, got " + d.str());
+      }
+    }
+    if (options.bucket_mb > 0) {
+      throw ConfigError("deterministic",
+                        "`deterministic` sums the gradients in a fixed tree after backward, so it cannot overlap "
+                        "them with backward in buckets: leave `bucket_mb` at 0");
+    }
+  }
 }
+
+namespace {
+// Deterministic mode computes every chunk on one thread, whatever the cores: a chunk's
+// kernels then reduce in the same order on any number of devices.
+int cores_for(const ReplicaGroupOptions& options, const std::vector<Device>& devices) {
+  return options.deterministic_chunk > 0 ? static_cast<int>(devices.size()) : options.cores;
+}
+}  // namespace
 
 namespace {
 std::shared_ptr<Communicator> communicator_for(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
@@ -29,7 +49,7 @@ std::shared_ptr<Communicator> communicator_for(const std::vector<Device>& device
 ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTensors> replicas,
                            ReplicaGroupOptions options)
     : options_(std::move(options)),
-      pool_(devices, options_.cores),
+      pool_(devices, cores_for(options_, devices)),
       comm_(communicator_for(devices, options_)),
       replicas_(std::move(replicas)),
       flat_buffers_(devices.size()) {
@@ -65,7 +85,8 @@ std::vector<Shard> ReplicaGroup::scatter(const Tensor& X, const Tensor& y) const
         "ReplicaGroup: in a multi-process job pass the data::Batch of a sharded BatchLoader, which knows the global "
         "batch size");
   }
-  return split_batch(X, y, devices_for(devices(), X.dim(0)));
+  const int64_t chunk = std::max<int64_t>(options_.deterministic_chunk, 1);
+  return split_batch(X, y, devices_for(devices(), data::chunks_in(X.dim(0), chunk)), chunk);
 }
 
 std::vector<Shard> ReplicaGroup::scatter(const data::Batch& batch) const {
@@ -81,6 +102,7 @@ int ReplicaGroup::active_replicas(int64_t examples) const {
 
 StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
                               float gradient_scale) {
+  if (deterministic()) return deterministic_step(shards, global_batch, forward, gradient_scale);
   std::vector<StepResult> per_device(replicas_.size());
   const float buffer_scale = 1.0f / static_cast<float>(std::max(1, active_replicas(global_batch)));
   pool_.run_all([&](int device) {

@@ -12,6 +12,14 @@
 //   update    the same optimizer step on every replica (update()).
 // Control data (the step's figures, evaluation counts, the stop request) travels on typed
 // collectives: integers as integers, never as float sums.
+//
+// Deterministic mode (options.deterministic_chunk = K): the unit of work is a chunk of K
+// examples of the global batch (the last one shorter); devices only decide where chunks
+// run (whole chunks per device, data::shard_rows). Each chunk's forward and backward runs
+// alone on one thread, with BatchNorm on the chunk's statistics (ghost batch norm), and
+// the chunks' gradients and running statistics are summed in one fixed tree over the
+// chunk indices (chunk_tree.h), the same for any number of devices or processes: the
+// parameters, buffers and momentum end every step with the same bits on 1 or N devices.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +31,7 @@
 #include "dpt/core/tensor.h"
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/data/loader.h"
+#include "dpt/parallel/chunk_tree.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/parallel/gradient_bucketer.h"
@@ -37,6 +46,8 @@ struct ReplicaGroupOptions {
   int cores = available_cores();   // split between the CPU devices
   double bucket_mb = 0;            // 0: one allreduce after backward, no overlap
   ProcessGroup process_group;      // distributed: one device per process
+  // > 0: deterministic mode with chunks of this many examples (see below); 0: off.
+  int64_t deterministic_chunk = 0;
 };
 
 // What a replica holds that the group keeps equal: parameters (their gradients are
@@ -95,6 +106,7 @@ class ReplicaGroup {
   const ReplicaTensors& replica(size_t i) const { return replicas_[i]; }
   size_t num_replicas() const { return replicas_.size(); }
   const ProcessGroup& process_group() const { return options_.process_group; }
+  const ReplicaGroupOptions& options() const { return options_; }
   Communicator& communicator() { return *comm_; }
   // The bucketer of local device `i` (null without buckets).
   const GradientBucketer* bucketer(size_t i) const { return bucketers_.empty() ? nullptr : bucketers_[i].get(); }
@@ -109,6 +121,14 @@ class ReplicaGroup {
   void compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
                              ShardOutput& out);
   StepResult job_figures(const StepResult& local);
+  bool deterministic() const { return options_.deterministic_chunk > 0; }
+  int job_replicas() const { return options_.process_group.size() * pool_.size(); }
+  StepResult deterministic_step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
+                                float gradient_scale);
+  StepResult compute_chunks(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward,
+                            float gradient_scale);
+  // Every rank's tree nodes, on every rank, in chunk order.
+  std::vector<TreeNode> exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks, size_t values);
 
   ReplicaGroupOptions options_;
   DevicePool pool_;

@@ -20,6 +20,15 @@ std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device) 
 }
 
 namespace {
+Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device);
+}  // namespace
+
+Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows) {
+  const Device device = shard.X.device();
+  return {copy_rows(shard.X, begin, rows, device), copy_rows(shard.y, begin, rows, device)};
+}
+
+namespace {
 // Rows [begin, begin + rows) of t, copied into a tensor of their own.
 Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
   Shape shape = t.shape();
@@ -35,7 +44,7 @@ Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
 }
 }  // namespace
 
-std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices) {
+std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices, int64_t chunk) {
   const int64_t batch = X.dim(0);
   const int64_t n = static_cast<int64_t>(devices.size());
   if (y.dim(0) != batch) {
@@ -43,14 +52,14 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
                                 " labels");
   }
   if (n == 0) throw std::invalid_argument("split_batch: no devices");
-  if (batch < n) {
+  if (data::chunks_in(batch, chunk) < n) {
     throw std::invalid_argument("split_batch: a batch of " + std::to_string(batch) + " examples cannot be split over " +
                                 std::to_string(n) + " devices; use a batch size of at least " + std::to_string(n) +
                                 " or fewer devices");
   }
   std::vector<Shard> shards;
   for (int64_t i = 0; i < n; ++i) {
-    const data::RowRange rows = data::shard_rows(batch, n, i);
+    const data::RowRange rows = data::shard_rows(batch, n, i, chunk);
     shards.push_back(
         {copy_rows(X, rows.begin, rows.size(), devices[i]), copy_rows(y, rows.begin, rows.size(), devices[i])});
   }

@@ -19,7 +19,12 @@ struct Shard {
 
 // Splits X [B, ...] and y [B] along the batch axis into one shard per device, as evenly as
 // possible: the first B % N shards get one extra example (256 over 3 is 86/85/85). Throws
-// std::invalid_argument when B < N, since a device would get nothing to compute.
-std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices);
+// std::invalid_argument when B < N, since a device would get nothing to compute. With
+// `chunk` > 1 whole chunks of that many rows are shared out instead (data::shard_rows).
+std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices,
+                               int64_t chunk = 1);
+
+// Rows [begin, begin + rows) of a shard, copied.
+Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows);
 
 }  // namespace dpt::parallel

@@ -60,6 +60,9 @@ void validate(const JobConfig& job) {
   }
   parallel::parse_device_list(job.devices, cuda::device_count());
   parallel::check_bucket_mb(job.bucket_mb);
+  if (job.deterministic && job.chunk_size < 1) {
+    throw ConfigError("chunk_size", "`chunk_size` must be at least 1, got " + std::to_string(job.chunk_size));
+  }
   if (job.dist == "mpi" && !(job.collective_timeout > 0)) {
     throw ConfigError("collective_timeout",
                       "`collective_timeout` must be > 0 seconds, got " + std::to_string(job.collective_timeout));
@@ -72,8 +75,13 @@ void validate(const ScratchConfig& config) {
   optim::check_learning_rate(config.lr);
   parallel::check_bucket_mb(config.bucket_mb);
   parallel::check_replica_devices(config.devices, {config.allreduce, config.cores, config.bucket_mb,
-                                                   config.process_group});
+                                                   config.process_group, config.deterministic_chunk});
   parallel::check_batch_covers_devices(config.batch_size, config.devices, config.process_group);
+  if (const int64_t chunk = config.deterministic_chunk; chunk > 0 && config.batch_size % chunk != 0) {
+    throw ConfigError("batch_size", "`deterministic` cuts every batch into chunks of `chunk_size` " +
+                                        std::to_string(chunk) + ": `batch_size` " + std::to_string(config.batch_size) +
+                                        " is not a multiple of it");
+  }
   validate(config.run);
 }
 

@@ -61,7 +61,12 @@ struct JobConfig {
   double bucket_mb = 0;
   double collective_timeout = 300;  // seconds; dist mpi only
   std::string precision = "fp32";   // ops::kConvPrecisions
+  bool deterministic = false;       // the same bits on any number of devices (chunks of chunk_size)
+  int64_t chunk_size = 32;          // deterministic only: the batch must be a multiple of it
 };
+
+// The chunk size the replica engine gets: chunk_size in deterministic mode, else 0 (off).
+inline int64_t deterministic_chunk(const JobConfig& job) { return job.deterministic ? job.chunk_size : 0; }
 
 // "stop" or "skip"; throws ConfigError (`on_nan`) listing them otherwise.
 OnNan parse_on_nan(std::string_view text);

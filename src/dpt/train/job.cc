@@ -80,6 +80,7 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
   scratch.cores = job.cores;
   scratch.bucket_mb = job.bucket_mb;
   scratch.process_group = group;
+  scratch.deterministic_chunk = deterministic_chunk(job);
   scratch.run = run_options(job);
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
       {job.epochs, job.metrics_file, job.resume, job.plot_file,
@@ -92,7 +93,8 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
 
   const data::Dataset train_data = load_split(job, data::Split::train, job.train_limit);
   const data::Dataset test_data = load_split(job, data::Split::test, job.test_limit);
-  const int threads = std::max(1, job.cores / static_cast<int>(devices.size()));
+  // Deterministic mode computes every chunk on one thread (ReplicaGroup).
+  const int threads = job.deterministic ? 1 : std::max(1, job.cores / static_cast<int>(devices.size()));
   const std::string placement =
       group.distributed() ? std::to_string(group.size()) + " MPI processes with " + device_list_str(devices) + " each"
                           : device_list_str(devices);
@@ -105,6 +107,11 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
       static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data_dir.c_str(),
       static_cast<long long>(job.batch_size), job.lr, job.epochs,
       ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "");
+  if (job.deterministic) {
+    std::printf("deterministic: chunks of %lld examples, one thread each, summed in a fixed tree: the same bits on "
+                "any number of devices\n",
+                static_cast<long long>(job.chunk_size));
+  }
   std::fflush(stdout);
   install_stop_handlers();
 
@@ -119,7 +126,8 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
                                                          : std::unique_ptr<nn::Module>(nn::resnet18(10, 1));
   nn::init_weights(*net, nn::parse_init(job.init), job.seed);
   parallel::DataParallel parallel_net(std::move(net), devices,
-                                      parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group});
+                                      parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,
+                                                                    deterministic_chunk(job)});
   optim::SGD optimizer(parallel_net.replica_parameters(), {job.lr, job.momentum, job.weight_decay});
   const TrainHistory history =
       train(parallel_net, optimizer, train_data, test_data, {job.epochs, job.batch_size, job.seed, job.model, scratch.run},

@@ -22,6 +22,7 @@ class DataParallelTrainable : public Trainable {
     const parallel::ProcessGroup& group = net_.process_group();
     return {group.rank, group.size()};
   }
+  int64_t deterministic_chunk() const override { return net_.group().options().deterministic_chunk; }
   bool writes_checkpoints() const override { return net_.process_group().is_root(); }
   int agree_on_stop(int signal) override { return parallel::agree_on_stop(net_.process_group(), signal); }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override {

@@ -36,7 +36,7 @@ ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Te
     : config_(validated(config)),
       device_params_(replicate_to(initial_params, config.devices)),
       group_(config.devices, as_replicas(device_params_),
-             {config.allreduce, config.cores, config.bucket_mb, config.process_group}) {}
+             {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk}) {}
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
   return run_step(group_.scatter(X, y), X.dim(0));

@@ -5,6 +5,7 @@
 // With one device this is plain minibatch SGD; with N it computes the same update.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,7 @@ struct ScratchConfig {
   RunOptions run;                           // checkpoints, resume, --on-nan, stopping
   double bucket_mb = 0;                     // gradient buckets allreduced during backward (0: after it)
   parallel::ProcessGroup process_group;     // a multi-process job (--dist mpi): one device per process
+  int64_t deterministic_chunk = 0;          // > 0: the same bits on any device count (ReplicaGroup)
 };
 
 // The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which
@@ -53,6 +55,7 @@ class ScratchTrainer : public Trainable {
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override;
   StepResult compute_batch_gradients(const data::Batch& batch) override;
   std::pair<int64_t, int64_t> data_shard() const override;
+  int64_t deterministic_chunk() const override { return config_.deterministic_chunk; }
   bool writes_checkpoints() const override { return config_.process_group.is_root(); }
   int agree_on_stop(int signal) override;
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;

@@ -22,15 +22,22 @@ struct LoopState {
 };
 
 void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const LoopSettings& settings,
-                     int64_t train_examples) {
+                     const Trainable& model, int64_t train_examples) {
   const auto mismatch = [&](const std::string& what, const std::string& saved, const std::string& now) {
-    throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " + what + " " + saved +
+    throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " +
+                                      (what.empty() ? "" : what + " ") + saved +
                                       ", this run has " + now + "; resume with the settings it was written with");
   };
   if (c.model != settings.model) mismatch("model", c.model, settings.model);
   if (c.batch_size != settings.batch_size)
     mismatch("`batch_size`", std::to_string(c.batch_size), std::to_string(settings.batch_size));
   if (c.seed != settings.seed) mismatch("`seed`", std::to_string(c.seed), std::to_string(settings.seed));
+  if (c.deterministic_chunk != model.deterministic_chunk()) {
+    const auto mode = [](int64_t chunk) {
+      return chunk > 0 ? "`deterministic` with `chunk_size` " + std::to_string(chunk) : std::string("no `deterministic`");
+    };
+    mismatch("", mode(c.deterministic_chunk), mode(model.deterministic_chunk()));
+  }
   if (c.train_examples != train_examples) {
     mismatch("training examples (`train_limit`)", std::to_string(c.train_examples), std::to_string(train_examples));
   }
@@ -54,6 +61,7 @@ class Checkpointer {
     c.seed = settings_.seed;
     c.batch_size = settings_.batch_size;
     c.train_examples = train_examples_;
+    c.deterministic_chunk = model_.deterministic_chunk();
     c.devices = model_.device_names();
     c.position = state.position;
     c.epoch_sum = state.epoch_sum;
@@ -77,7 +85,7 @@ LoopState resume(Trainable& model, const LoopSettings& settings, const RunOption
   }
   const std::string source = loaded.file.string();
   const checkpoint::Checkpoint& c = loaded.checkpoint;
-  check_resumable(c, source, settings, train_examples);
+  check_resumable(c, source, settings, model, train_examples);
   model.load_state(c, source);
   if (run.on_resume) run.on_resume({loaded.file, c.position, c.devices, c.history});
   return {c.position, c.epoch_sum, c.epoch_seconds, c.history};
@@ -105,7 +113,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   const Checkpointer checkpointer(model, settings, run, train_data.size());
   LoopState state = run.resume ? resume(model, settings, run, train_data.size()) : LoopState{};
   data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed);
-  if (const auto [index, count] = model.data_shard(); count > 1) loader.set_shard(index, count);
+  if (const auto [index, count] = model.data_shard(); count > 1) loader.set_shard(index, count, std::max<int64_t>(model.deterministic_chunk(), 1));
   LoopResult result;
   const auto stop_requested = [&] { return model.agree_on_stop(run.stop_signal ? run.stop_signal() : 0); };
 

@@ -37,6 +37,9 @@ class Trainable {
   // multi-process job, where every process shuffles with the same seed (a distributed
   // sampler); {0, 1} otherwise.
   virtual std::pair<int64_t, int64_t> data_shard() const { return {0, 1}; }
+  // Deterministic mode's chunk size (0: off): shards hold whole chunks, and checkpoints
+  // record it, since resuming exactly needs the same one.
+  virtual int64_t deterministic_chunk() const { return 0; }
   // Whether this process writes checkpoints: in a multi-process job rank 0 alone does.
   virtual bool writes_checkpoints() const { return true; }
   // The stop request every process acts on after this step: in a multi-process job, one

@@ -1,0 +1,109 @@
+// ReplicaGroup's deterministic mode (see replica_group.h and chunk_tree.h): chunks of the
+// global batch computed one by one, their gradients and running statistics summed in
+// the fixed tree over chunk indices.
+#include <stdexcept>
+#include <string>
+
+#include "dpt/autograd/engine.h"
+#include "dpt/ops/backend.h"
+#include "dpt/ops/ops.h"
+#include "dpt/parallel/replica_group.h"
+
+namespace dpt::parallel {
+
+namespace {
+size_t total_values(const std::vector<Tensor>& tensors) {
+  size_t n = 0;
+  for (const Tensor& t : tensors) n += static_cast<size_t>(t.numel());
+  return n;
+}
+
+std::vector<float> packed(const std::vector<Tensor>& tensors) {
+  std::vector<float> flat(total_values(tensors));
+  ops::cpu_backend().pack(tensors, flat.data());
+  return flat;
+}
+
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params) grads.push_back(p.ensure_grad());
+  return grads;
+}
+}  // namespace
+
+StepResult ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, int64_t global_batch,
+                                            const ShardForward& forward, float gradient_scale) {
+  std::vector<StepResult> per_device(replicas_.size());
+  pool_.run_all([&](int device) {
+    const Shard* shard = device < static_cast<int>(shards.size()) ? &shards[device] : nullptr;
+    per_device[device] = compute_chunks(device, shard, global_batch, forward, gradient_scale);
+  });
+  StepResult total;
+  for (const StepResult& part : per_device) total += part;
+  return options_.process_group.distributed() ? job_figures(total) : total;
+}
+
+StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global_batch,
+                                        const ShardForward& forward, float gradient_scale) {
+  const int64_t chunk = options_.deterministic_chunk;
+  const int64_t chunks = data::chunks_in(global_batch, chunk);
+  const data::RowRange mine = data::shard_rows(chunks, job_replicas(), global_rank(device));
+  const data::RowRange rows = data::shard_rows(global_batch, job_replicas(), global_rank(device), chunk);
+  const int64_t shard_rows = shard != nullptr ? shard->X.dim(0) : 0;
+  if (shard_rows != rows.size()) {
+    throw std::logic_error("deterministic step: device " + std::to_string(device) + " got " +
+                           std::to_string(shard_rows) + " examples for chunks holding " + std::to_string(rows.size()));
+  }
+  const ReplicaTensors& replica = replicas_[device];
+  const std::vector<float> buffers_at_start = packed(replica.buffers);
+  ChunkTree gradient_tree(mine.begin, mine.end, chunks), buffer_tree(mine.begin, mine.end, chunks);
+  StepResult figures;
+  for (int64_t c = mine.begin; c < mine.end; ++c) {
+    const int64_t first = c * chunk - rows.begin;
+    const Shard part = shard_slice(*shard, first, std::min(chunk, shard_rows - first));
+    // Every chunk starts from the step's running statistics, so that each chunk's update
+    // of them depends on that chunk alone.
+    ops::cpu_backend().unpack(buffers_at_start.data(), replica.buffers, 1.0f);
+    for (const Tensor& p : replica.params) p.zero_grad();
+    const ShardOutput out = forward(device, part);
+    autograd::backward(out.loss_sum);
+    gradient_tree.add_chunk(c, packed(gradients_of(replica.params)));
+    buffer_tree.add_chunk(c, packed(replica.buffers));
+    figures += {out.loss_sum.item(), ops::count_correct(out.logits.detach(), part.y), part.X.dim(0)};
+  }
+  const std::vector<float> gradient =
+      combine_nodes(exchange_nodes(device, gradient_tree.nodes(), chunks, total_values(replica.params)), chunks);
+  ops::cpu_backend().unpack(gradient.data(), gradients_of(replica.params), gradient_scale);
+  if (!replica.buffers.empty()) {
+    // The running statistics: their mean over the chunks, summed in the same tree.
+    const std::vector<float> buffers =
+        combine_nodes(exchange_nodes(device, buffer_tree.nodes(), chunks, total_values(replica.buffers)), chunks);
+    ops::cpu_backend().unpack(buffers.data(), replica.buffers, 1.0f / static_cast<float>(chunks));
+  }
+  return figures;
+}
+
+std::vector<TreeNode> ReplicaGroup::exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks,
+                                                   size_t values) {
+  // Every rank knows which nodes every other rank holds (the chunks are shared out by one
+  // rule), so each rank's node sums go to all with one broadcast from it.
+  std::vector<TreeNode> all;
+  for (int root = 0; root < job_replicas(); ++root) {
+    const data::RowRange range = data::shard_rows(chunks, job_replicas(), root);
+    std::vector<TreeNode> nodes = tree_nodes_of(range.begin, range.end, chunks);
+    if (nodes.empty()) continue;
+    std::vector<float> flat(nodes.size() * values);
+    const bool is_mine = root == global_rank(device);
+    if (is_mine) {
+      for (size_t i = 0; i < nodes.size(); ++i) std::copy(mine[i].sum.begin(), mine[i].sum.end(), flat.begin() + i * values);
+    }
+    if (job_replicas() > 1) comm_->broadcast(global_rank(device), flat.data(), flat.size(), root);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      nodes[i].sum.assign(flat.begin() + i * values, flat.begin() + (i + 1) * values);
+      all.push_back(std::move(nodes[i]));
+    }
+  }
+  return all;
+}
+
+}  // namespace dpt::parallel
