@@ -231,7 +231,7 @@ TEST(CudaOps, CrossEntropyNamesABadLabelAsTheCpuDoes) {
                 [&] { dpt::parallel::shard_loss_sum(on_gpu(logits), shards[0]); }),
             cpu_error);
   // A shard built without its host labels is checked too (its labels copied back).
-  const dpt::parallel::Shard bare{on_gpu(logits), on_gpu(labels)};
+  const dpt::parallel::Shard bare{on_gpu(logits), on_gpu(labels), Tensor()};
   EXPECT_EQ(dpt::testing_support::error_of<std::invalid_argument>(
                 [&] { dpt::parallel::shard_loss_sum(on_gpu(logits), bare); }),
             cpu_error);
