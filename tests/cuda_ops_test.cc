@@ -16,6 +16,7 @@
 #include "dpt/ops/backend.h"
 #include "dpt/ops/ops.h"
 #include "dpt/optim/sgd.h"
+#include "dpt/parallel/replicate.h"
 #include "test_support.h"
 
 using dpt::Device;
@@ -216,14 +217,23 @@ TEST(CudaOps, CrossEntropyEveryReduction) {
   }
 }
 
+// The GPU path checks labels on the host, where split_batch cut them (no read-back of a
+// device flag per step), with the CPU backend's message; the host check needs no GPU.
 TEST(CudaOps, CrossEntropyNamesABadLabelAsTheCpuDoes) {
-  DPT_SKIP_WITHOUT_GPUS(1);
   const Tensor logits = random_tensor({3, 10}, 1), labels = Tensor::from_labels({1, 10, -1});
   const std::string cpu_error =
       dpt::testing_support::error_of<std::invalid_argument>([&] { ops::cross_entropy(logits, labels); });
   EXPECT_EQ(cpu_error, "cross_entropy: label 10 at index 1 is outside [0, 10)");
+  EXPECT_EQ(dpt::testing_support::error_of<std::invalid_argument>([&] { ops::check_labels(labels, 10); }), cpu_error);
+  DPT_SKIP_WITHOUT_GPUS(1);
+  const std::vector<dpt::parallel::Shard> shards = dpt::parallel::split_batch(logits, labels, {kGpu});
   EXPECT_EQ(dpt::testing_support::error_of<std::invalid_argument>(
-                [&] { ops::cross_entropy(on_gpu(logits), on_gpu(labels)); }),
+                [&] { dpt::parallel::shard_loss_sum(on_gpu(logits), shards[0]); }),
+            cpu_error);
+  // A shard built without its host labels is checked too (its labels copied back).
+  const dpt::parallel::Shard bare{on_gpu(logits), on_gpu(labels), Tensor()};
+  EXPECT_EQ(dpt::testing_support::error_of<std::invalid_argument>(
+                [&] { dpt::parallel::shard_loss_sum(on_gpu(logits), bare); }),
             cpu_error);
 }
 

@@ -17,6 +17,7 @@
 #include "dpt/nn/init.h"
 #include "dpt/nn/layers.h"
 #include "dpt/nn/lenet.h"
+#include "dpt/nn/models.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/device_list.h"
@@ -144,6 +145,66 @@ TEST(CudaTraining, DataParallelWithBatchNormAndMomentumOnOneGpuMatchesTheCpu) {
 TEST(CudaTraining, DataParallelOnTwoGpusMatchesOneGpu) {
   DPT_SKIP_WITHOUT_GPUS(2);
   expect_close(concise_steps({kGpu0, kGpu1}), concise_steps({kGpu0}), "2 GPUs against 1");
+}
+
+TEST(CudaTraining, ScratchWithTwoReplicasOnOneGpuMatchesOneReplica) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  const std::vector<Tensor> initial = nn::lenet_params(8);
+  dpt::train::ScratchTrainer one(scratch_config({kGpu0}), initial);
+  dpt::train::ScratchTrainer two(scratch_config({kGpu0, kGpu0}), initial);  // over the host ring
+  for (int step = 0; step < 3; ++step) {
+    const auto [X, y] = random_images(16, 200 + step);
+    one.train_batch(X, y);
+    two.train_batch(X, y);
+  }
+  expect_bit_identical(two.device_params()[0], two.device_params()[1]);
+  expect_close(two.device_params()[0], one.device_params()[0], "2 replicas on cuda:0 against 1");
+}
+
+TEST(CudaTraining, DataParallelWithTwoReplicasOnOneGpuMatchesOneReplica) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  expect_close(concise_steps({kGpu0, kGpu0}), concise_steps({kGpu0}), "2 replicas on cuda:0 against 1");
+}
+
+// One SGD step of ResNet-18 (Kaiming, from one seed) on a GPU against the same on the CPU.
+std::vector<Tensor> resnet_step(Device device) {
+  auto model = nn::resnet18();
+  nn::init_weights(*model, nn::Init::kaiming, 3);
+  dpt::parallel::DataParallel net(std::move(model), {device});
+  dpt::optim::SGD sgd(net.replica_parameters(), {0.05f, 0.0f, 0.0f});
+  const auto [X, y] = random_images(4, 400);
+  sgd.zero_grad();
+  (void)net.forward_backward(X, y);
+  sgd.step();
+  std::vector<Tensor> state = net.replica(0).parameters();
+  for (const Tensor& b : net.replica(0).buffers()) state.push_back(b);
+  return state;
+}
+
+TEST(CudaTraining, ResNet18StepOnOneGpuMatchesTheCpu) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  expect_close(resnet_step(kGpu0), resnet_step(Device::cpu(0)), "ResNet-18 after one step");
+}
+
+// A bad label in the second replica's shard stops the step on every replica with the CPU
+// backend's message (checked on the host where the batch is cut), instead of hanging the
+// replica that went on to the allreduce.
+void expect_bad_label_stops_the_step(const std::vector<Device>& devices) {
+  dpt::parallel::DataParallel net(small_bn_net(), devices);
+  auto [X, y] = random_images(8, 500);
+  y.data<int64_t>()[6] = 10;  // rows 4..7 go to the second replica: its index 2
+  EXPECT_EQ(dpt::testing_support::error_of<std::invalid_argument>([&] { (void)net.forward_backward(X, y); }),
+            "cross_entropy: label 10 at index 2 is outside [0, 10)");
+}
+
+TEST(CudaTraining, BadLabelOnOneOfTwoReplicasOnOneGpuRaisesWithoutHanging) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  expect_bad_label_stops_the_step({kGpu0, kGpu0});
+}
+
+TEST(CudaTraining, BadLabelOnOneOfTwoGpusOverNcclRaisesWithoutHanging) {
+  DPT_SKIP_WITHOUT_GPUS(2);
+  expect_bad_label_stops_the_step({kGpu0, kGpu1});  // the other rank released by ncclCommAbort
 }
 
 }  // namespace

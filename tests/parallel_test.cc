@@ -658,6 +658,12 @@ TEST(DeviceList, ParsesCountsAndCpuForms) {
   EXPECT_EQ(parse_device_list("2", 2), (std::vector<Device>{cuda0, cuda1}));
   EXPECT_EQ(parse_device_list("cuda:1", 2), (std::vector<Device>{cuda1}));
   EXPECT_EQ(parse_device_list("cuda:1,cuda:0", 2), (std::vector<Device>{cuda1, cuda0}));
+  // A GPU named twice: two replicas on it, reduced over the host ring (NCCL refuses).
+  EXPECT_EQ(parse_device_list("cuda:0,cuda:0", 1), (std::vector<Device>{cuda0, cuda0}));
+  EXPECT_TRUE(dpt::parallel::has_repeated_device({cuda0, cuda0}));
+  EXPECT_FALSE(dpt::parallel::has_repeated_device({cuda1, cuda0}));
+  EXPECT_EQ(dpt::parallel::make_communicator({cuda0, cuda0}, "ring")->name(),
+            dpt::parallel::make_in_process_communicator("ring", 2)->name());
 }
 
 TEST(DeviceList, RejectsMalformedTextAndAbsentDevices) {
@@ -674,7 +680,6 @@ TEST(DeviceList, RejectsMalformedTextAndAbsentDevices) {
   EXPECT_INVALID_ARGUMENT(parse_device_list("0", 0), "need at least one device");
   EXPECT_INVALID_ARGUMENT(parse_device_list("-1", 0), "need at least one device");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0,", 1), "expected cpu:N");
-  EXPECT_INVALID_ARGUMENT(parse_device_list("cuda:0,cuda:0", 2), "cuda:0 twice");
   EXPECT_INVALID_ARGUMENT(parse_device_list("cpu:1,cuda:0", 1), "list CPU devices as a count");
 }
 

@@ -53,9 +53,15 @@ class BlockCache {
     void* block = nullptr;
     cudaError_t status = cudaMalloc(&block, bytes);
     if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();  // clear it, give the cached blocks back, and try once more
+      // Clear the out-of-memory error, and only that one: cudaGetLastError would also
+      // swallow another error pending on this thread (a failed launch nobody checked),
+      // which must still be reported. Then give the cached blocks back and try once more.
+      if (cudaPeekAtLastError() == cudaErrorMemoryAllocation) (void)cudaGetLastError();
       free_all(device);
       status = cudaMalloc(&block, bytes);
+      if (status == cudaErrorMemoryAllocation && cudaPeekAtLastError() == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();  // reported below by check(); the next launch must not see it
+      }
     }
     check(status, ("cudaMalloc of " + std::to_string(bytes) + " bytes on cuda:" + std::to_string(device)).c_str());
     return block;

@@ -33,6 +33,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduc
   return forward.loss;
 }
 
+void check_labels(const Tensor& labels, int64_t classes) {
+  const int64_t* y = labels.data<int64_t>();
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    if (y[i] < 0 || y[i] >= classes) {
+      throw std::invalid_argument("cross_entropy: label " + std::to_string(y[i]) + " at index " + std::to_string(i) +
+                                  " is outside [0, " + std::to_string(classes) + ")");
+    }
+  }
+}
+
 Tensor argmax(const Tensor& x) {
   require_rank(x, 2, "argmax", "input");
   return backend_for(x).argmax(x);

@@ -58,8 +58,15 @@ Tensor flatten(const Tensor& x);
 
 enum class Reduction { none, sum, mean };
 // Softmax cross-entropy of logits [N, K] against int64 labels [N] in [0, K).
-// none -> [N] per-example losses; sum / mean -> [1].
+// none -> [N] per-example losses; sum / mean -> [1]. On the CPU a label outside [0, K)
+// throws (check_labels); on a GPU labels are not checked, since reading a flag back would
+// wait for the GPU at every step: callers check them on the host, where the batch is cut
+// (parallel::shard_loss_sum). An out-of-range label there adds 0 to the loss, never reads
+// outside the row.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction = Reduction::mean);
+// Throws std::invalid_argument "cross_entropy: label L at index I is outside [0, K)" for
+// the first of `labels` (int64 [N] on the host) outside [0, classes).
+void check_labels(const Tensor& labels, int64_t classes);
 
 // Index of the largest value along the last axis of x [N, K] -> int64 [N] (no gradient).
 Tensor argmax(const Tensor& x);

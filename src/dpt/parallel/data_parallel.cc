@@ -48,7 +48,7 @@ StepResult DataParallel::forward_backward(const data::Batch& batch) {
 StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch) {
   const auto forward = [&](int device, const Shard& shard) {
     Tensor logits = (*modules_[device])(shard.X);
-    Tensor loss = ops::cross_entropy(logits, shard.y, ops::Reduction::sum);
+    Tensor loss = shard_loss_sum(logits, shard);
     return ShardOutput{logits, loss};
   };
   // The gradient of the mean loss over the whole batch.

@@ -79,8 +79,21 @@ void check_batch_covers_devices(int64_t batch_size, const std::vector<Device>& d
   }
 }
 
+bool has_repeated_device(const std::vector<Device>& devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[i] == devices[j]) return true;
+    }
+  }
+  return false;
+}
+
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices, std::string_view algorithm) {
-  if (!devices.empty() && devices[0].kind == Device::Kind::cuda) return make_nccl_communicator(devices);
+  // NCCL refuses two ranks on one GPU, so a list naming a GPU twice reduces with the
+  // in-process `algorithm` over host copies of the gradients (allreduce_tensors).
+  if (!devices.empty() && devices[0].kind == Device::Kind::cuda && !has_repeated_device(devices)) {
+    return make_nccl_communicator(devices);
+  }
   return make_in_process_communicator(algorithm, static_cast<int>(devices.size()));
 }
 
@@ -125,9 +138,8 @@ std::vector<Device> parse_device_list(std::string_view text, int cuda_device_cou
       throw bad_devices(whole, "list CPU devices as a count, cpu:N");
     }
     check_cuda_present(device, cuda_device_count);
-    for (const Device& seen : devices) {
-      if (seen == device) throw bad_devices(whole, device.str() + " twice");
-    }
+    // A GPU named twice (cuda:0,cuda:0) is allowed: two replicas on one GPU, each on its own
+    // worker thread, reduced over the host (make_communicator).
     devices.push_back(device);
     start = comma + 1;
   }

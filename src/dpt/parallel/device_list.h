@@ -2,7 +2,8 @@
 //   "cpu:2"            two CPU devices, cpu:0 and cpu:1 (a CPU device is a share of the
 //                      machine's cores, so a lone "cpu:N" counts devices)
 //   "cpu"              one CPU device
-//   "cuda:0,cuda:1"    the GPUs with those indices ("cuda:1" alone is GPU 1)
+//   "cuda:0,cuda:1"    the GPUs with those indices ("cuda:1" alone is GPU 1); a GPU may be
+//                      named more than once ("cuda:0,cuda:0": two replicas on GPU 0)
 //   "4"                four devices of the default kind: GPUs where present, else CPUs
 #pragma once
 
@@ -37,8 +38,12 @@ void check_one_device_per_process(const std::vector<Device>& devices, const Proc
 // process's devices.
 void check_batch_covers_devices(int64_t batch_size, const std::vector<Device>& devices, const ProcessGroup& group);
 
-// The communicator for the devices of one process: NCCL for GPUs, else the in-process
-// `algorithm` ("ring" or "naive").
+// Whether some device appears more than once in `devices`.
+bool has_repeated_device(const std::vector<Device>& devices);
+
+// The communicator for the devices of one process: NCCL for distinct GPUs, else (CPU
+// devices, or a GPU named twice, which NCCL refuses) the in-process `algorithm` ("ring" or
+// "naive"), over host memory.
 std::unique_ptr<Communicator> make_communicator(const std::vector<Device>& devices, std::string_view algorithm);
 
 }  // namespace dpt::parallel

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dpt/data/loader.h"
+#include "dpt/ops/ops.h"
 
 namespace dpt::parallel {
 
@@ -20,29 +21,37 @@ std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device) 
 }
 
 namespace {
-Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device);
+Tensor host_rows(const Tensor& t, int64_t begin, int64_t rows, Device device);
 }  // namespace
 
 Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows) {
   const Device device = shard.X.device();
-  return {copy_rows(shard.X, begin, rows, device), copy_rows(shard.y, begin, rows, device)};
+  Tensor labels = host_rows(shard.y, begin, rows, device);
+  return {host_rows(shard.X, begin, rows, device).to(device), labels.to(device), labels};
 }
 
 namespace {
-// Rows [begin, begin + rows) of t, copied into a tensor of their own.
-Tensor copy_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
+// Rows [begin, begin + rows) of t, copied into a tensor of their own on the host (the
+// loader's batches live there; a CPU device's tensors are host tensors too).
+Tensor host_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
   Shape shape = t.shape();
   shape[0] = rows;
-  // Cut on the host (the loader's batches live there), then sent to a GPU whole.
   const Device host = device.kind == Device::Kind::cuda ? Device::cpu() : device;
   Tensor out = Tensor::empty(shape, t.dtype(), host);
   const size_t row_bytes = t.bytes() / static_cast<size_t>(t.dim(0));
   std::memcpy(out.storage().data(out.bytes()),
               static_cast<const char*>(t.storage().data(t.bytes())) + static_cast<size_t>(begin) * row_bytes,
               static_cast<size_t>(rows) * row_bytes);
-  return out.to(device);
+  return out;
 }
 }  // namespace
+
+Tensor shard_loss_sum(const Tensor& logits, const Shard& shard) {
+  if (shard.y.device().kind == Device::Kind::cuda) {
+    ops::check_labels(shard.host_labels.defined() ? shard.host_labels : shard.y.to(Device::cpu()), logits.dim(1));
+  }
+  return ops::cross_entropy(logits, shard.y, ops::Reduction::sum);  // the CPU backend checks its own
+}
 
 std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices, int64_t chunk) {
   const int64_t batch = X.dim(0);
@@ -60,8 +69,9 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
   std::vector<Shard> shards;
   for (int64_t i = 0; i < n; ++i) {
     const data::RowRange rows = data::shard_rows(batch, n, i, chunk);
-    shards.push_back(
-        {copy_rows(X, rows.begin, rows.size(), devices[i]), copy_rows(y, rows.begin, rows.size(), devices[i])});
+    // Cut on the host, then sent to a GPU whole.
+    Tensor labels = host_rows(y, rows.begin, rows.size(), devices[i]);
+    shards.push_back({host_rows(X, rows.begin, rows.size(), devices[i]).to(devices[i]), labels.to(devices[i]), labels});
   }
   return shards;
 }

@@ -15,6 +15,9 @@ std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device);
 struct Shard {
   Tensor X;
   Tensor y;
+  // y on the host, where split_batch cut it (y itself for a CPU shard): the labels are
+  // checked there (shard_loss_sum), so a GPU step never waits to learn of a bad label.
+  Tensor host_labels;
 };
 
 // Splits X [B, ...] and y [B] along the batch axis into one shard per device, as evenly as
@@ -26,5 +29,11 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
 
 // Rows [begin, begin + rows) of a shard, copied.
 Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows);
+
+// The shard's softmax cross-entropy summed over its examples, from logits [n, K]: a label
+// outside [0, K) throws as the CPU backend's cross_entropy does (ops::check_labels), checked
+// on the host copy of the labels for a GPU shard (copied back only when a caller built the
+// shard without one).
+Tensor shard_loss_sum(const Tensor& logits, const Shard& shard);
 
 }  // namespace dpt::parallel

@@ -50,7 +50,7 @@ StepResult ScratchTrainer::compute_batch_gradients(const data::Batch& batch) {
 StepResult ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch) {
   const auto forward = [&](int device, const parallel::Shard& shard) {
     Tensor logits = nn::lenet(shard.X, device_params_[device]);
-    Tensor loss = ops::cross_entropy(logits, shard.y, ops::Reduction::sum);
+    Tensor loss = parallel::shard_loss_sum(logits, shard);
     return parallel::ShardOutput{logits, loss};
   };
   const StepResult result = group_.step(shards, global_batch, forward, 1.0f);

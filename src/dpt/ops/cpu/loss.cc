@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/ops.h"
 
 namespace dpt::ops::cpu {
 
@@ -18,12 +19,9 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& lab
   Tensor per_example = Tensor::empty({n}, DType::f32, logits.device());
   float* p = probs.data<float>();
   float* l = per_example.data<float>();
+  check_labels(labels, k);  // the message the GPU path's host check gives too
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    if (y[i] < 0 || y[i] >= k) {
-      throw std::invalid_argument("cross_entropy: label " + std::to_string(y[i]) + " at index " + std::to_string(i) +
-                                  " is outside [0, " + std::to_string(k) + ")");
-    }
     const float* row = z + i * k;
     // Subtracting the row maximum keeps exp() from overflowing on large logits.
     const float max = *std::max_element(row, row + k);

@@ -86,22 +86,22 @@ __global__ void running_kernel(float* rm, float* rv, const float* mean, const fl
 
 void batch_norm_stats(const float* x, float* mean, float* variance, int64_t n, int64_t c, int64_t plane,
                       cudaStream_t s) {
-  stats_kernel<<<static_cast<unsigned>(c), kThreads, 0, s>>>(x, mean, variance, n, c, plane);
+  DPT_LAUNCH(stats_kernel, static_cast<unsigned>(c), kThreads, 0, s, x, mean, variance, n, c, plane);
 }
 void batch_norm_apply(const float* x, const float* mean, const float* variance, const float* gamma, const float* beta,
                       float* y, int64_t n, int64_t c, int64_t plane, float eps, cudaStream_t s) {
   const int64_t total = n * c * plane;
-  apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, mean, variance, gamma, beta, y, total, c, plane, eps);
+  DPT_LAUNCH(apply_kernel, blocks_for(total), kThreads, 0, s, x, mean, variance, gamma, beta, y, total, c, plane, eps);
 }
 void batch_norm_backward(const float* g, const float* x, const float* mean, const float* variance, const float* gamma,
                          float* gx, float* grad_gamma, float* grad_beta, int64_t n, int64_t c, int64_t plane, float eps,
                          bool batch_stats, cudaStream_t s) {
-  backward_kernel<<<static_cast<unsigned>(c), kThreads, 0, s>>>(g, x, mean, variance, gamma, gx, grad_gamma, grad_beta,
-                                                                n, c, plane, eps, batch_stats);
+  DPT_LAUNCH(backward_kernel, static_cast<unsigned>(c), kThreads, 0, s, g, x, mean, variance, gamma, gx, grad_gamma,
+             grad_beta, n, c, plane, eps, batch_stats);
 }
 void batch_norm_update_running(float* rm, float* rv, const float* mean, const float* variance, int64_t c,
                                float momentum, double unbiased, cudaStream_t s) {
-  running_kernel<<<blocks_for(c), kThreads, 0, s>>>(rm, rv, mean, variance, c, momentum, unbiased);
+  DPT_LAUNCH(running_kernel, blocks_for(c), kThreads, 0, s, rm, rv, mean, variance, c, momentum, unbiased);
 }
 
 }  // namespace dpt::ops::cuda

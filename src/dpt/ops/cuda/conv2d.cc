@@ -1,6 +1,6 @@
 // Convolutions of the CUDA backend on cuDNN. A plan per device and shape holds the
-// descriptors and the algorithm cuDNN's heuristics rank first for each pass, so a
-// training step sets nothing up after the first.
+// descriptors and, for each pass, the algorithm cuDNN's heuristics rank first (in fp32
+// FMA math) with its workspace size, so a training step sets nothing up after the first.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,80 +17,131 @@ namespace dpt::ops::cuda {
 
 namespace {
 using dpt::cuda::check;
+using dpt::cuda::check_op;
 
 // Workspace cuDNN may use per pass; algorithms that need more are skipped.
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
-struct ConvPlan {
-  ConvPlan(const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) : x_desc(x), y_desc(y), w_desc(w) {
-    check(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
-    check(cudnnSetConvolution2dDescriptor(conv, g.padding, g.padding, g.stride, g.stride, 1, 1, CUDNN_CROSS_CORRELATION,
-                                          CUDNN_DATA_FLOAT),
-          "cudnnSetConvolution2dDescriptor");
-    // Plain fp32 FMAs, as the CPU backend: cuDNN's default would let Ampere and later GPUs
-    // round the operands to TF32 (10 mantissa bits).
-    check(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
-  }
-  ~ConvPlan() { cudnnDestroyConvolutionDescriptor(conv); }
-  TensorDesc x_desc, y_desc;
-  FilterDesc w_desc;
+// A convolution descriptor of the plan's geometry in `math` mode.
+cudnnConvolutionDescriptor_t make_conv(ConvGeometry g, cudnnMathType_t math) {
   cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnConvolutionFwdAlgo_t forward{};
-  cudnnConvolutionBwdDataAlgo_t backward_data{};
-  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
-  size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+  check(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+  check(cudnnSetConvolution2dDescriptor(conv, g.padding, g.padding, g.stride, g.stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT),
+        "cudnnSetConvolution2dDescriptor");
+  check(cudnnSetConvolutionMathType(conv, math), "cudnnSetConvolutionMathType");
+  return conv;
+}
+
+// One pass's choice: its own convolution descriptor (set to the math type cuDNN ranked the
+// algorithm with, which may differ between passes), the algorithm, and the workspace
+// cudnnGetConvolution*WorkspaceSize gives for that algorithm on that descriptor.
+template <class Algo>
+struct PassPlan {
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  Algo algo{};
+  size_t workspace_bytes = 0;
 };
 
-// Asks cuDNN's heuristics (`rank(capacity, &count, perf)`) for its ranking of one pass's
-// algorithms and keeps the first that it says works within kMaxWorkspace.
-template <class Perf, class Rank>
-void choose(int capacity, Rank rank, const char* pass, decltype(Perf::algo)& algo, size_t& workspace_bytes) {
+struct ConvPlan {
+  ConvPlan(const Shape& x, const Shape& w, const Shape& y) : x_desc(x), y_desc(y), w_desc(w) {}
+  ~ConvPlan() {
+    for (cudnnConvolutionDescriptor_t conv : {forward.conv, backward_data.conv, backward_filter.conv}) {
+      if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    }
+  }
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+  TensorDesc x_desc, y_desc;
+  FilterDesc w_desc;
+  PassPlan<cudnnConvolutionFwdAlgo_t> forward;
+  PassPlan<cudnnConvolutionBwdDataAlgo_t> backward_data;
+  PassPlan<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
+};
+
+// Asks cuDNN's heuristics (`rank(conv, capacity, &count, perf)`) for its ranking of one
+// pass's algorithms and keeps the first that works within kMaxWorkspace in plain fp32 FMA
+// math, as the CPU backend computes (the descriptor asks for CUDNN_FMA_MATH; cuDNN's default
+// would let Ampere and later GPUs round the operands to TF32, 10 mantissa bits). The math
+// type cuDNN suggests for the algorithm is honoured: set on the pass's descriptor (only
+// CUDNN_FMA_MATH, or CUDNN_DEFAULT_MATH when no FMA candidate works, are accepted: the
+// tensor-op types convert the operands). The workspace is then asked of
+// `workspace(conv, algo, &bytes)` for that algorithm and math type rather than taken from
+// the heuristic's figure; a candidate whose size query fails is skipped.
+template <class Perf, class Rank, class Size>
+void choose(ConvGeometry g, int capacity, Rank rank, Size workspace, const char* pass,
+            PassPlan<decltype(Perf::algo)>& plan) {
+  cudnnConvolutionDescriptor_t query = make_conv(g, CUDNN_FMA_MATH);
   std::vector<Perf> perf(static_cast<size_t>(capacity));
   int count = 0;
-  check(rank(capacity, &count, perf.data()), pass);
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace) {
-      algo = perf[i].algo;
-      workspace_bytes = perf[i].memory;
+  const cudnnStatus_t ranked = rank(query, capacity, &count, perf.data());
+  cudnnDestroyConvolutionDescriptor(query);
+  check(ranked, pass);
+  for (const cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH}) {
+    for (int i = 0; i < count; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType != math || perf[i].memory > kMaxWorkspace) {
+        continue;
+      }
+      cudnnConvolutionDescriptor_t conv = make_conv(g, perf[i].mathType);
+      size_t bytes = 0;
+      if (workspace(conv, perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspace) {
+        cudnnDestroyConvolutionDescriptor(conv);
+        continue;
+      }
+      plan.conv = conv;
+      plan.algo = perf[i].algo;
+      plan.workspace_bytes = bytes;
       return;
     }
   }
-  throw std::runtime_error(std::string("cuDNN offers no ") + pass + " algorithm for these shapes");
+  throw std::runtime_error(std::string("cuDNN offers no fp32 ") + pass + " algorithm for these shapes");
 }
 
 std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t h, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) {
-  auto plan = std::make_unique<ConvPlan>(x, w, y, g);
+  auto plan = std::make_unique<ConvPlan>(x, w, y);
   ConvPlan& p = *plan;
   choose<cudnnConvolutionFwdAlgoPerf_t>(
-      CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-      [&](int capacity, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
-        return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x_desc, p.w_desc, p.conv, p.y_desc, capacity, count, perf);
+      g, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+      [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x_desc, p.w_desc, conv, p.y_desc, capacity, count, perf);
       },
-      "convolution forward", p.forward, p.forward_bytes);
+      [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(h, p.x_desc, p.w_desc, conv, p.y_desc, algo, bytes);
+      },
+      "convolution forward", p.forward);
   choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-      [&](int capacity, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-        return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w_desc, p.y_desc, p.conv, p.x_desc, capacity, count,
+      g, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+      [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w_desc, p.y_desc, conv, p.x_desc, capacity, count,
                                                            perf);
       },
-      "convolution backward-data", p.backward_data, p.backward_data_bytes);
+      [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w_desc, p.y_desc, conv, p.x_desc, algo, bytes);
+      },
+      "convolution backward-data", p.backward_data);
   choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-      [&](int capacity, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x_desc, p.y_desc, p.conv, p.w_desc, capacity, count,
+      g, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+      [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x_desc, p.y_desc, conv, p.w_desc, capacity, count,
                                                              perf);
       },
-      "convolution backward-weights", p.backward_filter, p.backward_filter_bytes);
+      [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x_desc, p.y_desc, conv, p.w_desc, algo, bytes);
+      },
+      "convolution backward-weights", p.backward_filter);
   return plan;
 }
 
 const ConvPlan& plan_for(dpt::cuda::Context& ctx, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) {
   using Key = std::tuple<int, Shape, Shape, int, int>;
   static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<ConvPlan>> plans;
+  // Never destroyed, on purpose: destroying the plans' descriptors from a static
+  // destructor at exit may run after libcudnn has been unloaded (the order of the two is
+  // not ours to choose), which crashes at exit. The process's end frees the memory.
+  static auto* const plans = new std::map<Key, std::unique_ptr<ConvPlan>>;
   const Key key{ctx.device, x, w, g.stride, g.padding};
   std::lock_guard lock(mutex);
-  auto& plan = plans[key];
+  auto& plan = (*plans)[key];
   if (!plan) plan = make_plan(ctx.cudnn, x, w, y, g);
   return *plan;
 }
@@ -101,11 +152,11 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   auto& ctx = context_of(x);
   const ConvPlan& plan = plan_for(ctx, x.shape(), weight.shape(), out_shape, g);
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
-  Workspace workspace(ctx.device, plan.forward_bytes);
+  Workspace workspace(ctx.device, plan.forward.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
-  check(cudnnConvolutionForward(ctx.cudnn, &one, plan.x_desc, f32(x), plan.w_desc, f32(weight), plan.conv, plan.forward,
-                                workspace.data(), workspace.bytes(), &zero, plan.y_desc, f32(y)),
-        "cudnnConvolutionForward");
+  check_op(cudnnConvolutionForward(ctx.cudnn, &one, plan.x_desc, f32(x), plan.w_desc, f32(weight), plan.forward.conv,
+                                   plan.forward.algo, workspace.data(), workspace.bytes(), &zero, plan.y_desc, f32(y)),
+           "cudnnConvolutionForward", ctx.stream);
   const int64_t plane = out_shape[2] * out_shape[3];
   if (bias.defined()) {
     add_channel_bias(f32(y), f32(bias), out_shape[0], out_shape[1], plane, fuse_relu, ctx.stream);
@@ -119,12 +170,12 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
   auto& ctx = context_of(grad_out);
   const ConvPlan& plan = plan_for(ctx, x_shape, weight.shape(), grad_out.shape(), g);
   Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
-  Workspace workspace(ctx.device, plan.backward_data_bytes);
+  Workspace workspace(ctx.device, plan.backward_data.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
-  check(cudnnConvolutionBackwardData(ctx.cudnn, &one, plan.w_desc, f32(weight), plan.y_desc, f32(grad_out), plan.conv,
-                                     plan.backward_data, workspace.data(), workspace.bytes(), &zero, plan.x_desc,
-                                     f32(grad_x)),
-        "cudnnConvolutionBackwardData");
+  check_op(cudnnConvolutionBackwardData(ctx.cudnn, &one, plan.w_desc, f32(weight), plan.y_desc, f32(grad_out),
+                                        plan.backward_data.conv, plan.backward_data.algo, workspace.data(),
+                                        workspace.bytes(), &zero, plan.x_desc, f32(grad_x)),
+           "cudnnConvolutionBackwardData", ctx.stream);
   return grad_x;
 }
 
@@ -132,16 +183,17 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
                              const Tensor& grad_bias, ConvGeometry g) {
   auto& ctx = context_of(grad_out);
   const ConvPlan& plan = plan_for(ctx, x.shape(), grad_weight.shape(), grad_out.shape(), g);
-  Workspace workspace(ctx.device, plan.backward_filter_bytes);
+  Workspace workspace(ctx.device, plan.backward_filter.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
-  check(cudnnConvolutionBackwardFilter(ctx.cudnn, &one, plan.x_desc, f32(x), plan.y_desc, f32(grad_out), plan.conv,
-                                       plan.backward_filter, workspace.data(), workspace.bytes(), &zero, plan.w_desc,
-                                       f32(grad_weight)),
-        "cudnnConvolutionBackwardFilter");
+  check_op(cudnnConvolutionBackwardFilter(ctx.cudnn, &one, plan.x_desc, f32(x), plan.y_desc, f32(grad_out),
+                                          plan.backward_filter.conv, plan.backward_filter.algo, workspace.data(),
+                                          workspace.bytes(), &zero, plan.w_desc, f32(grad_weight)),
+           "cudnnConvolutionBackwardFilter", ctx.stream);
   if (grad_bias.defined()) {
     const TensorDesc bias_desc({1, grad_bias.dim(0), 1, 1});
-    check(cudnnConvolutionBackwardBias(ctx.cudnn, &one, plan.y_desc, f32(grad_out), &zero, bias_desc, f32(grad_bias)),
-          "cudnnConvolutionBackwardBias");
+    check_op(
+        cudnnConvolutionBackwardBias(ctx.cudnn, &one, plan.y_desc, f32(grad_out), &zero, bias_desc, f32(grad_bias)),
+        "cudnnConvolutionBackwardBias", ctx.stream);
   }
 }
 

@@ -62,39 +62,41 @@ __global__ void plane_mean_backward_kernel(const float* g, float* gx, int64_t to
 }  // namespace
 
 void relu_forward(const float* x, float* y, int64_t n, cudaStream_t s) {
-  relu_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+  DPT_LAUNCH(relu_forward_kernel, blocks_for(n), kThreads, 0, s, x, y, n);
 }
 void relu_backward(const float* g, const float* x, float* gx, int64_t n, cudaStream_t s) {
-  relu_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(g, x, gx, n);
+  DPT_LAUNCH(relu_backward_kernel, blocks_for(n), kThreads, 0, s, g, x, gx, n);
 }
 void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
-  add_kernel<<<blocks_for(n), kThreads, 0, s>>>(a, b, out, n);
+  DPT_LAUNCH(add_kernel, blocks_for(n), kThreads, 0, s, a, b, out, n);
 }
 void accumulate(float* into, const float* from, int64_t n, cudaStream_t s) {
-  accumulate_kernel<<<blocks_for(n), kThreads, 0, s>>>(into, from, n);
+  DPT_LAUNCH(accumulate_kernel, blocks_for(n), kThreads, 0, s, into, from, n);
 }
 void scale_copy(const float* in, float* out, int64_t n, float scale, cudaStream_t s) {
-  scale_copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(in, out, n, scale);
+  DPT_LAUNCH(scale_copy_kernel, blocks_for(n), kThreads, 0, s, in, out, n, scale);
 }
 void sgd_update(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay, bool first,
                 cudaStream_t s) {
-  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, g, v, n, lr, momentum, decay, first);
+  DPT_LAUNCH(sgd_kernel, blocks_for(n), kThreads, 0, s, p, g, v, n, lr, momentum, decay, first);
 }
 void add_channel_bias(float* y, const float* bias, int64_t n, int64_t c, int64_t plane, bool relu, cudaStream_t s) {
   const int64_t total = n * c * plane;
-  channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(y, bias, total, c, plane, relu);
+  DPT_LAUNCH(channel_bias_kernel, blocks_for(total), kThreads, 0, s, y, bias, total, c, plane, relu);
 }
 void add_row_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t s) {
-  row_bias_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(y, bias, rows * cols, cols);
+  DPT_LAUNCH(row_bias_kernel, blocks_for(rows * cols), kThreads, 0, s, y, bias, rows * cols, cols);
 }
 void sum_rows(const float* m, float* out, int64_t rows, int64_t cols, cudaStream_t s) {
-  sum_rows_kernel<<<static_cast<unsigned>(cols), kThreads, 0, s>>>(m, out, rows, cols);
+  if (cols == 0) return;  // a grid of no blocks is a launch error
+  DPT_LAUNCH(sum_rows_kernel, static_cast<unsigned>(cols), kThreads, 0, s, m, out, rows, cols);
 }
 void plane_mean(const float* x, float* out, int64_t planes, int64_t plane, cudaStream_t s) {
-  plane_mean_kernel<<<static_cast<unsigned>(planes), kThreads, 0, s>>>(x, out, plane);
+  if (planes == 0) return;
+  DPT_LAUNCH(plane_mean_kernel, static_cast<unsigned>(planes), kThreads, 0, s, x, out, plane);
 }
 void plane_mean_backward(const float* g, float* gx, int64_t planes, int64_t plane, cudaStream_t s) {
-  plane_mean_backward_kernel<<<blocks_for(planes * plane), kThreads, 0, s>>>(g, gx, planes * plane, plane);
+  DPT_LAUNCH(plane_mean_backward_kernel, blocks_for(planes * plane), kThreads, 0, s, g, gx, planes * plane, plane);
 }
 
 }  // namespace dpt::ops::cuda

@@ -1,11 +1,23 @@
 // Our own CUDA kernels (the .cu files beside this), as plain launch functions on raw device
 // pointers and a stream, for cuda_backend.cc. Each queues its kernel and returns; sizes are
-// element counts; images are NCHW, matrices row-major.
+// element counts; images are NCHW, matrices row-major. Every launch is checked
+// (DPT_LAUNCH): a launch that fails throws std::runtime_error naming the kernel.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "dpt/cuda/context.h"
+
+// Queues kernel<<<grid, block, shared_bytes, stream>>>(args...) and checks the launch with
+// dpt::cuda::after_op under the kernel's name (and, with DPT_CUDA_SYNC_CHECK=1, waits for
+// it and checks what it did). The one way the .cu files launch a kernel.
+#define DPT_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)      \
+  do {                                                                  \
+    kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__); \
+    ::dpt::cuda::after_op(#kernel, (stream));                           \
+  } while (0)
 
 namespace dpt::ops::cuda {
 
@@ -43,10 +55,10 @@ void batch_norm_backward(const float* grad_out, const float* x, const float* mea
 void batch_norm_update_running(float* running_mean, float* running_var, const float* mean, const float* variance,
                                int64_t c, float momentum, double unbiased, cudaStream_t stream);
 
-// loss.cu. Labels are int64. bad_label receives the lowest index whose label lies outside
-// [0, k), or n when there is none (a device int64 the caller reads back).
-void softmax_cross_entropy(const float* logits, const int64_t* labels, float* probs, float* losses, int64_t* bad_label,
-                           int64_t n, int64_t k, cudaStream_t stream);
+// loss.cu. Labels are int64, checked by the caller on the host (ops::check_labels): one
+// outside [0, k) gets loss 0 here and is never used as an index.
+void softmax_cross_entropy(const float* logits, const int64_t* labels, float* probs, float* losses, int64_t n,
+                           int64_t k, cudaStream_t stream);
 // out[0] = sum of v[0..n) times scale, in one block.
 void sum_scaled(const float* v, float* out, int64_t n, float scale, cudaStream_t stream);
 // grad = (probs - onehot(labels)) * scale_i, scale_i = grad_out[per_example ? i : 0] * factor.

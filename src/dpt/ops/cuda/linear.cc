@@ -7,6 +7,7 @@ namespace dpt::ops::cuda {
 
 namespace {
 using dpt::cuda::check;
+using dpt::cuda::check_op;
 
 // Row-major c [m, n] = op(a) @ op(b), op(a) [m, k], op(b) [k, n]. cuBLAS sees a row-major
 // matrix as its transpose, so it computes c^T = op(b)^T op(a)^T with the operands swapped.
@@ -15,10 +16,10 @@ void gemm(dpt::cuda::Context& ctx, bool transpose_a, bool transpose_b, int64_t m
   const float one = 1.0f, zero = 0.0f;
   const int lda = static_cast<int>(transpose_a ? m : k);  // a's row length as stored
   const int ldb = static_cast<int>(transpose_b ? k : n);
-  check(cublasSgemm(ctx.cublas, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                    static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b, ldb, a, lda, &zero, c,
-                    static_cast<int>(n)),
-        "cublasSgemm");
+  check_op(cublasSgemm(ctx.cublas, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                       static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one, b, ldb, a, lda, &zero, c,
+                       static_cast<int>(n)),
+           "cublasSgemm", ctx.stream);
 }
 }  // namespace
 

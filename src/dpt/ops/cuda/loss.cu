@@ -6,8 +6,7 @@
 namespace dpt::ops::cuda {
 
 namespace {
-__global__ void softmax_ce_kernel(const float* z, const int64_t* y, float* p, float* l, unsigned long long* bad,
-                                  int64_t n, int64_t k) {
+__global__ void softmax_ce_kernel(const float* z, const int64_t* y, float* p, float* l, int64_t n, int64_t k) {
   DPT_GRID_STRIDE_LOOP(i, n) {
     const float* row = z + i * k;
     float max = row[0];
@@ -17,12 +16,7 @@ __global__ void softmax_ce_kernel(const float* z, const int64_t* y, float* p, fl
     const double log_sum = log(sum);
     for (int64_t j = 0; j < k; ++j) p[i * k + j] = static_cast<float>(exp(row[j] - max - log_sum));
     const int64_t label = y[i];
-    if (label < 0 || label >= k) {
-      atomicMin(bad, static_cast<unsigned long long>(i));
-      l[i] = 0.0f;
-    } else {
-      l[i] = static_cast<float>(log_sum - (row[label] - max));
-    }
+    l[i] = label < 0 || label >= k ? 0.0f : static_cast<float>(log_sum - (row[label] - max));
   }
 }
 __global__ void sum_scaled_kernel(const float* v, float* out, int64_t n, float scale) {
@@ -55,24 +49,24 @@ __global__ void count_correct_kernel(const float* x, const int64_t* y, unsigned 
 }
 }  // namespace
 
-void softmax_cross_entropy(const float* logits, const int64_t* labels, float* probs, float* losses, int64_t* bad_label,
-                           int64_t n, int64_t k, cudaStream_t s) {
-  softmax_ce_kernel<<<blocks_for(n), kThreads, 0, s>>>(logits, labels, probs, losses,
-                                                       reinterpret_cast<unsigned long long*>(bad_label), n, k);
+void softmax_cross_entropy(const float* logits, const int64_t* labels, float* probs, float* losses, int64_t n,
+                           int64_t k, cudaStream_t s) {
+  DPT_LAUNCH(softmax_ce_kernel, blocks_for(n), kThreads, 0, s, logits, labels, probs, losses, n, k);
 }
 void sum_scaled(const float* v, float* out, int64_t n, float scale, cudaStream_t s) {
-  sum_scaled_kernel<<<1, kThreads, 0, s>>>(v, out, n, scale);
+  DPT_LAUNCH(sum_scaled_kernel, 1, kThreads, 0, s, v, out, n, scale);
 }
 void cross_entropy_backward(const float* probs, const int64_t* labels, const float* grad_out, float* grad, int64_t n,
                             int64_t k, bool per_example, float factor, cudaStream_t s) {
-  ce_backward_kernel<<<blocks_for(n * k), kThreads, 0, s>>>(probs, labels, grad_out, grad, n, k, per_example, factor);
+  DPT_LAUNCH(ce_backward_kernel, blocks_for(n * k), kThreads, 0, s, probs, labels, grad_out, grad, n, k, per_example,
+             factor);
 }
 void argmax_rows(const float* x, int64_t* out, int64_t n, int64_t k, cudaStream_t s) {
-  argmax_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, out, n, k);
+  DPT_LAUNCH(argmax_kernel, blocks_for(n), kThreads, 0, s, x, out, n, k);
 }
 void count_correct(const float* logits, const int64_t* labels, unsigned long long* correct, int64_t n, int64_t k,
                    cudaStream_t s) {
-  count_correct_kernel<<<blocks_for(n), kThreads, 0, s>>>(logits, labels, correct, n, k);
+  DPT_LAUNCH(count_correct_kernel, blocks_for(n), kThreads, 0, s, logits, labels, correct, n, k);
 }
 
 }  // namespace dpt::ops::cuda

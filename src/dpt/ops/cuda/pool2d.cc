@@ -7,6 +7,7 @@ namespace dpt::ops::cuda {
 
 namespace {
 using dpt::cuda::check;
+using dpt::cuda::check_op;
 
 class PoolDesc {
  public:
@@ -38,7 +39,8 @@ PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride
   const PoolDesc pool(kind, kernel, stride);
   const TensorDesc x_desc(x.shape()), y_desc(out_shape);
   const float one = 1.0f, zero = 0.0f;
-  check(cudnnPoolingForward(ctx.cudnn, pool, &one, x_desc, f32(x), &zero, y_desc, f32(y)), "cudnnPoolingForward");
+  check_op(cudnnPoolingForward(ctx.cudnn, pool, &one, x_desc, f32(x), &zero, y_desc, f32(y)), "cudnnPoolingForward",
+           ctx.stream);
   PoolResult result;
   result.out = y;
   result.workspace = std::make_shared<PoolSaved>(PoolSaved{x.detach(), y.detach()});
@@ -49,13 +51,16 @@ Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKi
                        const Shape& x_shape) {
   auto& ctx = context_of(grad_out);
   const auto& saved = *static_cast<const PoolSaved*>(forward.workspace.get());
-  Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
+  // Zeroed first: an input element no window covers (5x5 with kernel 2, stride 2: the last
+  // row and column) may be left unwritten by cuDNN's backward, average pooling's above all,
+  // and its gradient is 0.
+  Tensor grad_x = Tensor::zeros(x_shape, DType::f32, grad_out.device());
   const PoolDesc pool(kind, kernel, stride);
   const TensorDesc x_desc(x_shape), y_desc(grad_out.shape());
   const float one = 1.0f, zero = 0.0f;
-  check(cudnnPoolingBackward(ctx.cudnn, pool, &one, y_desc, f32(saved.y), y_desc, f32(grad_out), x_desc, f32(saved.x),
-                             &zero, x_desc, f32(grad_x)),
-        "cudnnPoolingBackward");
+  check_op(cudnnPoolingBackward(ctx.cudnn, pool, &one, y_desc, f32(saved.y), y_desc, f32(grad_out), x_desc,
+                                f32(saved.x), &zero, x_desc, f32(grad_x)),
+           "cudnnPoolingBackward", ctx.stream);
   return grad_x;
 }
 
