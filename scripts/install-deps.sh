@@ -12,6 +12,8 @@ packages=(
   ocl-icd-opencl-dev
   # One process per device over MPI (`mpirun ... dptrain train --dist mpi`) and its tests.
   libopenmpi-dev openmpi-bin
+  # `dptrain predict` reads and resizes pictures with stb_image / stb_image_resize.
+  libstb-dev
 )
 # The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
 # libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.
