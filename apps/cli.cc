@@ -203,6 +203,15 @@ void add_predict_flags(CLI::App& cmd, PredictSettings& s) {
                "logits");
 }
 
+void add_export_flags(CLI::App& cmd, ExportSettings& s) {
+  cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
+      ->required();
+  cmd.add_option(flag("onnx_file"), s.onnx_file,
+                 "Write the network here as an ONNX model (opset 13): input images [N, 1, 28, 28] in [0, 1], "
+                 "output logits [N, 10]; BatchNorm in eval mode with its running statistics")
+      ->required();
+}
+
 }  // namespace
 
 int run(int argc, char** argv, const CliHooks& hooks) {
@@ -222,6 +231,9 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   CLI::App* predict_cmd =
       app.add_subcommand("predict", "Classify pictures with a checkpoint: the top-k classes and their probabilities");
   add_predict_flags(*predict_cmd, predict);
+  ExportSettings export_settings;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's network as an ONNX model");
+  add_export_flags(*export_cmd, export_settings);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -230,6 +242,7 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   const train::JobHooks job_hooks{hooks.wrap_communicator, with_flags};
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate, with_flags);
   if (predict_cmd->parsed()) return run_predict(predict, with_flags);
+  if (export_cmd->parsed()) return run_export(export_settings, with_flags);
   return info->parsed() ? train::show_checkpoint(checkpoint_file, job_hooks) : train::run_job(job, job_hooks);
 }
 

@@ -46,7 +46,10 @@ expect "Fashion-MNIST directory '/nonexistent/fm' does not exist; install the De
   evaluate --checkpoint "$ckpt" --data /nonexistent/fm
 expect "cannot write SVG plot /nonexistent/dir/c.svg: No such file or directory" \
   evaluate --checkpoint "$ckpt" --data "$data" --test-limit 16 --confusion-svg /nonexistent/dir/c.svg
-#EXPORT_CASES
+expect "$missing" export --checkpoint "$work/none.ckpt" --onnx "$work/m.onnx"
+expect "$unknown" export --checkpoint "$work/vgg.ckpt" --onnx "$work/m.onnx"
+expect "cannot write ONNX file /nonexistent/dir/m.onnx: No such file or directory" \
+  export --checkpoint "$ckpt" --onnx /nonexistent/dir/m.onnx
 if ((failures > 0)); then
   echo "FAIL: $failures case(s)"
   exit 1
