@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "commands.h"
+#include "dpt/data/fashion_mnist.h"
 #include "dpt/nn/init.h"
 #include "dpt/ops/precision.h"
 #include "dpt/train/job.h"
@@ -17,8 +19,8 @@ namespace dpt::cli {
 
 namespace {
 
-// The one table of the CLI's names for config fields (train::JobConfig): every flag of
-// `dptrain train` is declared with it, and every backquoted field in a message the library
+// The one table of the CLI's names for config fields (train::JobConfig, and the settings
+// of evaluate, predict and export in commands.h): every flag is declared with it, and every backquoted field in a message the library
 // prints is rewritten with it.
 struct FieldFlag {
   std::string_view field, flag;
@@ -52,6 +54,12 @@ constexpr std::array kFieldFlags{
     FieldFlag{"chunk_size", "--chunk-size"},
     FieldFlag{"precision", "--precision"},
     FieldFlag{"collective_timeout", "--collective-timeout"},
+    // evaluate, predict, export
+    FieldFlag{"checkpoint", "--checkpoint"},
+    FieldFlag{"confusion_svg", "--confusion-svg"},
+    FieldFlag{"top_k", "--top-k"},
+    FieldFlag{"json", "--json"},
+    FieldFlag{"onnx_file", "--onnx"},
 };
 
 std::string flag(std::string_view field) {
@@ -177,6 +185,43 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
       ->capture_default_str();
 }
 
+void add_evaluate_flags(CLI::App& cmd, EvaluateSettings& s) {
+  cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
+      ->required();
+  cmd.add_option(flag("devices"), s.devices,
+                 "Devices to evaluate on, each test batch split over them: cpu:N, cuda:0,cuda:1 or a count")
+      ->capture_default_str();
+  cmd.add_option(flag("data_dir"), s.data_dir, "Fashion-MNIST directory (the test split is read)")
+      ->capture_default_str();
+  cmd.add_option(flag("test_limit"), s.test_limit, "Evaluate on the first N test images only (0: all)")
+      ->capture_default_str();
+  cmd.add_option(flag("batch_size"), s.batch_size, "Test images per batch, split across the devices")
+      ->capture_default_str();
+  cmd.add_option(flag("confusion_svg"), s.confusion_svg, "Also draw the confusion matrix into this SVG file");
+}
+
+void add_predict_flags(CLI::App& cmd, PredictSettings& s) {
+  cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
+      ->required();
+  cmd.add_option("images", s.images,
+                 "Pictures (PNG, PGM, JPEG, BMP, ... of any size: made grey, inverted when the border is bright, "
+                 "padded square, resized to 28x28) or IDX images files (28x28, taken as they are)")
+      ->required();
+  cmd.add_option(flag("top_k"), s.top_k, "How many of the most probable classes to print")->capture_default_str();
+  cmd.add_flag(flag("json"), s.json,
+               "Print one JSON object per image: image, width, height, inverted, top (class, name, probability), "
+               "logits");
+}
+
+void add_export_flags(CLI::App& cmd, ExportSettings& s) {
+  cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
+      ->required();
+  cmd.add_option(flag("onnx_file"), s.onnx_file,
+                 "Write the network here as an ONNX model (opset 13): input images [N, 1, 28, 28] in [0, 1], "
+                 "output logits [N, 10]; BatchNorm in eval mode with its running statistics")
+      ->required();
+}
+
 }  // namespace
 
 int run(int argc, char** argv, const CliHooks& hooks) {
@@ -188,12 +233,26 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   std::string checkpoint_file;
   CLI::App* info = app.add_subcommand("checkpoint-info", "Check a checkpoint file and print what it holds");
   info->add_option("file", checkpoint_file, "A step-*.ckpt file from --checkpoint-dir")->required();
+  EvaluateSettings evaluate{.data_dir = data::kDefaultDataDir};
+  CLI::App* evaluate_cmd = app.add_subcommand(
+      "evaluate", "Test accuracy of a checkpoint, per class, and its confusion matrix (text, and SVG on request)");
+  add_evaluate_flags(*evaluate_cmd, evaluate);
+  PredictSettings predict;
+  CLI::App* predict_cmd =
+      app.add_subcommand("predict", "Classify pictures with a checkpoint: the top-k classes and their probabilities");
+  add_predict_flags(*predict_cmd, predict);
+  ExportSettings export_settings;
+  CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's network as an ONNX model");
+  add_export_flags(*export_cmd, export_settings);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   const train::JobHooks job_hooks{hooks.wrap_communicator, with_flags};
+  if (evaluate_cmd->parsed()) return run_evaluate(evaluate, with_flags);
+  if (predict_cmd->parsed()) return run_predict(predict, with_flags);
+  if (export_cmd->parsed()) return run_export(export_settings, with_flags);
   return info->parsed() ? train::show_checkpoint(checkpoint_file, job_hooks) : train::run_job(job, job_hooks);
 }
 

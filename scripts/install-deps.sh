@@ -12,6 +12,11 @@ packages=(
   ocl-icd-opencl-dev
   # One process per device over MPI (`mpirun ... dptrain train --dist mpi`) and its tests.
   libopenmpi-dev openmpi-bin
+  # `dptrain predict` reads and resizes pictures with stb_image / stb_image_resize.
+  libstb-dev
+  # `dptrain export --onnx` builds the model with the ONNX library's protobuf classes; its
+  # test runs the file in OpenCV's dnn module.
+  libonnx-dev libprotobuf-dev python3-opencv python3-numpy
 )
 # The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
 # libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.

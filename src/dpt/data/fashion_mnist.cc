@@ -90,6 +90,10 @@ std::vector<std::string> class_names() {
   return {"t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"};
 }
 
+std::vector<std::string> class_titles() {
+  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+}
+
 Dataset take_first(const Dataset& data, int64_t count) {
   if (count < 1) throw std::invalid_argument("a subset needs at least one example, got " + std::to_string(count));
   const int64_t n = std::min(count, data.size());

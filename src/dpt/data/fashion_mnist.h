@@ -32,6 +32,10 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
 
 // The 10 class names, indexed by label: "t-shirt", "trouser", ..., "ankle boot".
 std::vector<std::string> class_names();
+// The 10 class names as the data set's authors write them, indexed by label:
+// "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
+// "Bag", "Ankle boot".
+std::vector<std::string> class_titles();
 
 // The first `count` examples of `data` (all of them if it has fewer): a quick subset for
 // smoke runs of large models. Throws std::invalid_argument for count < 1.

@@ -17,6 +17,9 @@ class Conv2d : public Cloneable<Conv2d> {
   Tensor forward(const Tensor& x) override;
   // avg_pool2d(relu(forward(x)), pool, pool) as one op (Sequential fuses such triples).
   Tensor forward_relu_avg_pool(const Tensor& x, int pool);
+  int stride() const { return stride_; }
+  int padding() const { return padding_; }
+  bool has_bias() const { return has_bias_; }
 
  private:
   int stride_, padding_;
@@ -27,6 +30,7 @@ class Linear : public Cloneable<Linear> {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  bool has_bias() const { return has_bias_; }
 
  private:
   bool has_bias_;
@@ -38,6 +42,7 @@ class BatchNorm2d : public Cloneable<BatchNorm2d> {
  public:
   explicit BatchNorm2d(int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
   Tensor forward(const Tensor& x) override;
+  float eps() const { return eps_; }
 
  private:
   float momentum_, eps_;
@@ -63,6 +68,8 @@ class MaxPool2d : public Cloneable<MaxPool2d> {
  public:
   MaxPool2d(int kernel, int stride) : kernel_(kernel), stride_(stride) {}
   Tensor forward(const Tensor& x) override;
+  int kernel() const { return kernel_; }
+  int stride() const { return stride_; }
 
  private:
   int kernel_, stride_;
@@ -98,6 +105,7 @@ class Residual : public Cloneable<Residual> {
  public:
   Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv = false, int stride = 1);
   Tensor forward(const Tensor& x) override;
+  bool use_1x1conv() const { return use_1x1conv_; }
 
  private:
   bool use_1x1conv_;

@@ -40,6 +40,12 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(const std::
   return out;
 }
 
+std::vector<std::pair<std::string, const Module*>> Module::named_children() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  for (const auto& [name, c] : children_) out.emplace_back(name, c.get());
+  return out;
+}
+
 std::vector<Tensor> Module::parameters() const {
   std::vector<Tensor> out;
   for (const auto& [name, t] : named_parameters()) out.push_back(t);

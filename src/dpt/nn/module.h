@@ -28,6 +28,12 @@ class Module {
   std::vector<Tensor> buffers() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters(const std::string& prefix = "") const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(const std::string& prefix = "") const;
+  // This module's direct children, in registration order, by name (for walking a network,
+  // e.g. to export it).
+  std::vector<std::pair<std::string, const Module*>> named_children() const;
+  // This module's own parameters / buffers (not its children's), in registration order.
+  const std::vector<std::pair<std::string, Tensor>>& own_parameters() const { return params_; }
+  const std::vector<std::pair<std::string, Tensor>>& own_buffers() const { return buffers_; }
 
   // Moves every parameter and buffer, of this module and its children, to `device` in
   // place: the same tensors (and names) afterwards, their values now in that device's memory.

@@ -55,6 +55,11 @@ StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t global_b
   return group_->step(shards, global_batch, forward, 1.0f / static_cast<float>(global_batch));
 }
 
+std::vector<int64_t> DataParallel::confusion_matrix(const data::Dataset& data, int64_t batch_size, int64_t classes) {
+  return group_->confusion(data, batch_size, [&](int device, const Tensor& X) { return (*modules_[device])(X); },
+                           classes);
+}
+
 int64_t DataParallel::count_correct(const data::Dataset& data, int64_t batch_size) {
   return group_->count_correct(data, batch_size, [&](int device, const Tensor& X) { return (*modules_[device])(X); });
 }

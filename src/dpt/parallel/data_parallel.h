@@ -45,6 +45,9 @@ class DataParallel {
   // Predictions right over `data`, each batch split across the devices as above (in a
   // multi-process job across the processes, and the counts summed).
   int64_t count_correct(const data::Dataset& data, int64_t batch_size);
+  // The confusion matrix over `data`, row-major [classes x classes], entry (true label,
+  // predicted class), evaluated as count_correct is (parallel::confusion_split).
+  std::vector<int64_t> confusion_matrix(const data::Dataset& data, int64_t batch_size, int64_t classes);
 
   // One parameter list per replica, in the same order: what optim::SGD steps.
   std::vector<std::vector<Tensor>> replica_parameters() const;

@@ -167,6 +167,11 @@ int64_t ReplicaGroup::count_correct(const data::Dataset& data, int64_t batch_siz
   return count_correct_split(pool_, *comm_, options_.process_group, data, batch_size, forward);
 }
 
+std::vector<int64_t> ReplicaGroup::confusion(const data::Dataset& data, int64_t batch_size,
+                                             const DeviceForward& forward, int64_t classes) {
+  return confusion_split(pool_, *comm_, options_.process_group, data, batch_size, forward, classes);
+}
+
 int ReplicaGroup::agree_on_stop(int signal) const { return parallel::agree_on_stop(options_.process_group, signal); }
 
 std::vector<std::string> ReplicaGroup::device_names() const {

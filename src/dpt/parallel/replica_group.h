@@ -98,6 +98,9 @@ class ReplicaGroup {
   // Examples of `data` the replicas classify right, every device and process evaluating
   // its shard of each batch, the counts summed over the job.
   int64_t count_correct(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward);
+  // The confusion matrix over `data` (confusion_split), evaluated as count_correct is.
+  std::vector<int64_t> confusion(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward,
+                                 int64_t classes);
 
   // The stop request every process acts on after this step (see parallel::agree_on_stop).
   int agree_on_stop(int signal) const;

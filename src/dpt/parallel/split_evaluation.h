@@ -30,4 +30,12 @@ using DeviceForward = std::function<Tensor(int device, const Tensor& X)>;
 int64_t count_correct_split(DevicePool& pool, Communicator& comm, const ProcessGroup& group, const data::Dataset& data,
                             int64_t batch_size, const DeviceForward& forward);
 
+// The confusion matrix of the model over `data`, evaluated exactly as count_correct_split
+// does (the same shards, batches and devices): row-major [classes x classes], entry
+// (true label, predicted class) the number of examples, summed over the whole job. The
+// prediction is the first largest logit, as ops::count_correct takes it.
+std::vector<int64_t> confusion_split(DevicePool& pool, Communicator& comm, const ProcessGroup& group,
+                                     const data::Dataset& data, int64_t batch_size, const DeviceForward& forward,
+                                     int64_t classes);
+
 }  // namespace dpt::parallel

@@ -6,29 +6,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdarg>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "dpt/train/svg.h"
+
 namespace dpt::train {
 
 namespace {
-
-// printf into a std::string (GCC 12 has no std::format).
-std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string strprintf(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string s(static_cast<size_t>(std::max(n, 0)), '\0');
-  std::vsnprintf(s.data(), s.size() + 1, format, args);
-  va_end(args);
-  return s;
-}
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -154,32 +140,6 @@ constexpr Series kSeries[] = {
     {"train acc", "#c2189b", "7,4", "square", &EpochStats::train_acc},
     {"test acc", "#2ca02c", "1.5,4", "triangle", &EpochStats::test_acc},
 };
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // The smallest of 1, 2, 2.5, 5 times a power of ten that divides `range` into at most
 // `target` steps.
@@ -357,17 +317,7 @@ std::string svg_plot(const std::vector<EpochStats>& history, const std::string& 
 
 void write_svg_plot(const std::filesystem::path& file, const std::vector<EpochStats>& history,
                     const std::string& title) {
-  const std::string svg = svg_plot(history, title);
-  std::FILE* f = std::fopen(file.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error("cannot write SVG plot " + file.string() + ": " + std::strerror(errno));
-  errno = 0;
-  const bool written = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-  const int write_errno = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    throw std::runtime_error("cannot write SVG plot " + file.string() + ": " +
-                             std::strerror(written ? errno : write_errno));
-  }
+  write_svg_file(file, svg_plot(history, title));
 }
 
 }  // namespace dpt::train

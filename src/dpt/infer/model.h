@@ -1,0 +1,37 @@
+// A trained network back from its checkpoint: the model the checkpoint records, rebuilt
+// as a Module, with the checkpoint's parameters and buffers, in eval mode (BatchNorm with
+// its running statistics). Both APIs' checkpoints load as the same Sequential: the
+// from-scratch LeNet's W1, b1, ..., W4, b4 have exactly the shapes and the arithmetic of
+// the concise LeNet's conv1.weight, conv1.bias, ..., fc2.bias, in that order.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "dpt/checkpoint/checkpoint.h"
+#include "dpt/nn/layers.h"
+
+namespace dpt::infer {
+
+// The models a checkpoint can record: the from-scratch loop's and the concise API's.
+inline constexpr std::array<std::string_view, 3> kCheckpointModels{"lenet (scratch API)", "lenet", "resnet18"};
+
+struct TrainedModel {
+  std::string model;  // as the checkpoint records it, e.g. "lenet (scratch API)"
+  std::unique_ptr<nn::Sequential> net;
+  int64_t epochs = 0;     // finished epochs of the run that wrote it
+  int64_t global_step = 0;
+};
+
+// Rebuilds `checkpoint`'s model and copies its tensors in; throws CheckpointError naming
+// `source` for a model dptrain cannot build or tensors that do not fit it.
+TrainedModel rebuild(const checkpoint::Checkpoint& checkpoint, const std::string& source);
+
+// checkpoint::load(file), then rebuild(). A missing file is a CheckpointError too:
+// "checkpoint FILE does not exist".
+TrainedModel load_trained(const std::filesystem::path& file);
+
+}  // namespace dpt::infer

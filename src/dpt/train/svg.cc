@@ -1,0 +1,64 @@
+#include "dpt/train/svg.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+namespace dpt::train {
+
+std::string strprintf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string s(static_cast<size_t>(std::max(n, 0)), '\0');
+  std::vsnprintf(s.data(), s.size() + 1, format, args);
+  va_end(args);
+  return s;
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+void write_svg_file(const std::filesystem::path& file, const std::string& svg) {
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write SVG plot " + file.string() + ": " + std::strerror(errno));
+  errno = 0;
+  const bool written = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed) {
+    throw std::runtime_error("cannot write SVG plot " + file.string() + ": " +
+                             std::strerror(written ? errno : write_errno));
+  }
+}
+
+}  // namespace dpt::train

@@ -1,0 +1,20 @@
+// The small pieces every SVG picture dptrain draws shares (the training plot in
+// reporters.cc, the confusion matrix of `evaluate`): printf into a string, XML escaping,
+// and writing the finished text to a file.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace dpt::train {
+
+// printf into a std::string (GCC 12 has no std::format).
+std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// `s` with & < > " ' replaced by their XML entities.
+std::string xml_escape(const std::string& s);
+
+// Writes `svg` to `file`; throws std::runtime_error "cannot write SVG plot FILE: REASON".
+void write_svg_file(const std::filesystem::path& file, const std::string& svg);
+
+}  // namespace dpt::train
