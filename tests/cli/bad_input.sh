@@ -5,21 +5,7 @@
 #   usage: bad_input.sh DPTRAIN
 set -uo pipefail
 dptrain=${1:?usage: bad_input.sh DPTRAIN}
-failures=0
-# expect MESSAGE ARGS...: `dptrain ARGS...` prints "dptrain: error: MESSAGE" and exits 1.
-expect() {
-  local want="dptrain: error: $1"
-  shift
-  local got status
-  got=$("$dptrain" "$@" 2>&1 >/dev/null)
-  status=$?
-  if [[ $status -ne 1 || $got != "$want" ]]; then
-    echo "FAIL: dptrain $*"
-    echo "  want (status 1): $want"
-    echo "  got  (status $status): $got"
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/expect_error.sh"
 expect "--batch-size must be positive, got 0" train --batch-size 0
 expect "--epochs must be at least 1, got 0" train --epochs 0
 expect "learning rate must be a finite number >= 0, got -0.500000" train --lr=-0.5
@@ -44,8 +30,9 @@ expect "--checkpoint-every needs --checkpoint-dir" train --checkpoint-every 5
 expect "--keep-checkpoints must be at least 1, got 0" train --keep-checkpoints 0 --checkpoint-dir /nonexistent/ckpt
 expect "Fashion-MNIST directory '/nonexistent/fm' does not exist; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass --data DIR" \
   train --data /nonexistent/fm
-if ((failures > 0)); then
-  echo "FAIL: $failures case(s)"
-  exit 1
-fi
-echo "PASS: every bad input stops with its message and status 1"
+expect "--deterministic cuts every batch into chunks of --chunk-size 32: --batch-size 100 is not a multiple of it" \
+  train --deterministic --batch-size 100
+expect "--chunk-size must be at least 1, got 0" train --deterministic --chunk-size 0
+expect "--deterministic sums the gradients in a fixed tree after backward, so it cannot overlap them with backward in buckets: leave --bucket-mb at 0" \
+  train --deterministic --bucket-mb 1
+report_failures "every bad input stops with its message and status 1"

@@ -14,21 +14,7 @@ ckpt=$(ls "$work"/ckpt/step-*.ckpt | tail -1)
 python3 "$here/set_checkpoint_model.py" "$ckpt" "$work/vgg.ckpt" vgg16 || exit 1
 echo "not a picture" >"$work/notes.txt"
 head -c 100 "$ckpt" >"$work/cut.ckpt"
-failures=0
-# expect MESSAGE ARGS...: `dptrain ARGS...` prints "dptrain: error: MESSAGE" and exits 1.
-expect() {
-  local want="dptrain: error: $1"
-  shift
-  local got status
-  got=$("$dptrain" "$@" 2>&1 >/dev/null)
-  status=$?
-  if [[ $status -ne 1 || $got != "$want" ]]; then
-    echo "FAIL: dptrain $*"
-    echo "  want (status 1): $want"
-    echo "  got  (status $status): $got"
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/expect_error.sh"
 missing="checkpoint $work/none.ckpt does not exist (pass a step-*.ckpt file that --checkpoint-dir wrote)"
 expect "$missing" evaluate --checkpoint "$work/none.ckpt" --data "$data"
 expect "$missing" predict --checkpoint "$work/none.ckpt" "$work/notes.txt"
@@ -50,8 +36,4 @@ expect "$missing" export --checkpoint "$work/none.ckpt" --onnx "$work/m.onnx"
 expect "$unknown" export --checkpoint "$work/vgg.ckpt" --onnx "$work/m.onnx"
 expect "cannot write ONNX file /nonexistent/dir/m.onnx: No such file or directory" \
   export --checkpoint "$ckpt" --onnx /nonexistent/dir/m.onnx
-if ((failures > 0)); then
-  echo "FAIL: $failures case(s)"
-  exit 1
-fi
-echo "PASS: every bad input to evaluate, predict and export stops with its message and status 1"
+report_failures "every bad input to evaluate, predict and export stops with its message and status 1"
