@@ -233,7 +233,8 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   std::string checkpoint_file;
   CLI::App* info = app.add_subcommand("checkpoint-info", "Check a checkpoint file and print what it holds");
   info->add_option("file", checkpoint_file, "A step-*.ckpt file from --checkpoint-dir")->required();
-  EvaluateSettings evaluate{.data_dir = data::kDefaultDataDir};
+  EvaluateSettings evaluate;
+  evaluate.data_dir = data::kDefaultDataDir;
   CLI::App* evaluate_cmd = app.add_subcommand(
       "evaluate", "Test accuracy of a checkpoint, per class, and its confusion matrix (text, and SVG on request)");
   add_evaluate_flags(*evaluate_cmd, evaluate);
