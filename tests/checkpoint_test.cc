@@ -63,9 +63,7 @@ void write_all(const std::filesystem::path& file, const std::vector<uint8_t>& by
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("dpt_checkpoint_test_" + name);
-  std::filesystem::remove_all(dir);
-  return dir;
+  return dpt::testing_support::unique_temp_dir("dpt_checkpoint_test_" + name);
 }
 
 }  // namespace
