@@ -140,35 +140,6 @@ inline std::filesystem::path unique_temp_dir(const std::string& name) {
       },                                                     \
       std::invalid_argument)
 
-}  // namespace dpt::testing_support
-
-// Expects `statement` to throw ConfigError about `field_name` whose what() contains `text`.
-#define EXPECT_CONFIG_ERROR(statement, field_name, text)     \
-  EXPECT_THROW(                                              \
-      {                                                      \
-        try {                                                \
-          statement;                                         \
-        } catch (const ::dpt::ConfigError& e) {              \
-          EXPECT_EQ(e.field(), field_name);                  \
-          EXPECT_THAT(e.what(), ::testing::HasSubstr(text)); \
-          throw;                                             \
-        }                                                    \
-      },                                                     \
-      ::dpt::ConfigError)
-
-// Expects `statement` to throw std::invalid_argument whose what() contains `text`.
-#define EXPECT_INVALID_ARGUMENT(statement, text)             \
-  EXPECT_THROW(                                              \
-      {                                                      \
-        try {                                                \
-          statement;                                         \
-        } catch (const std::invalid_argument& e) {           \
-          EXPECT_THAT(e.what(), ::testing::HasSubstr(text)); \
-          throw;                                             \
-        }                                                    \
-      },                                                     \
-      std::invalid_argument)
-
 // Skips the test, saying why, where the Fashion-MNIST directory is missing. Under
 // DPT_REQUIRE_DATA=1 (set by scripts/test.sh, hence CI) a missing data set fails instead:
 // there a skip would pass the accuracy bars without running them.
