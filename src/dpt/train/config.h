@@ -31,6 +31,7 @@ inline constexpr std::array<std::string_view, 2> kApis{"scratch", "concise"};
 inline constexpr std::array<std::string_view, 2> kAllreduces{"naive", "ring"};
 inline constexpr std::array<std::string_view, 2> kOnNans{"stop", "skip"};
 inline constexpr std::array<std::string_view, 2> kDists{"none", "mpi"};
+inline constexpr std::array<std::string_view, 3> kProgresses{"auto", "on", "off"};
 
 // One training job as a front end describes it, before anything is parsed or checked.
 // The member names are the field names errors use.
@@ -61,6 +62,7 @@ struct JobConfig {
   double bucket_mb = 0;
   double collective_timeout = 300;  // seconds; dist mpi only
   std::string precision = "fp32";   // ops::kConvPrecisions
+  std::string progress = "auto";    // kProgresses: the per-step progress line (see show_progress)
 };
 
 // "stop" or "skip"; throws ConfigError (`on_nan`) listing them otherwise.
