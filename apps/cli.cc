@@ -54,6 +54,7 @@ constexpr std::array kFieldFlags{
     FieldFlag{"chunk_size", "--chunk-size"},
     FieldFlag{"precision", "--precision"},
     FieldFlag{"collective_timeout", "--collective-timeout"},
+    FieldFlag{"progress", "--progress"},
     // evaluate, predict, export
     FieldFlag{"checkpoint", "--checkpoint"},
     FieldFlag{"confusion_svg", "--confusion-svg"},
@@ -182,6 +183,12 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train
       .add_option(flag("collective_timeout"), j.collective_timeout,
                   "--dist mpi: seconds a collective waits for the other processes before the whole job is stopped")
+      ->capture_default_str();
+  train
+      .add_option(flag("progress"), j.progress,
+                  listing("The progress line redrawn after every step: auto = on when stdout is a terminal and "
+                          "the process was not started by mpirun, on, off",
+                          train::kProgresses))
       ->capture_default_str();
 }
 

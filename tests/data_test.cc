@@ -18,6 +18,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/data/idx.h"
 #include "dpt/data/loader.h"
+#include "test_support.h"
 
 namespace fs = std::filesystem;
 using dpt::DType;
@@ -340,9 +341,7 @@ TEST(FashionMnist, LabelsNotOneDimensional) {
 
 TEST(FashionMnist, RealDataSet) {
   const fs::path dir = DPT_DATA_DIR;
-  if (!fs::exists(dir)) {
-    GTEST_SKIP() << dir << " is missing; install the Debian package dataset-fashion-mnist to run this test";
-  }
+  DPT_SKIP_WITHOUT_DATA();
   for (const auto& [split, expected_size] : {std::pair{Split::train, 60000}, std::pair{Split::test, 10000}}) {
     const Dataset data = load_fashion_mnist(dir, split);
     EXPECT_EQ(data.size(), expected_size);

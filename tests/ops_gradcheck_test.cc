@@ -6,8 +6,10 @@
 // from backward(); the numeric one perturbs each input element by +-h and takes
 // (L(x+h) - L(x-h)) / 2h, with L summed in double from the float32 outputs.
 //
-// Tolerance. An element passes when |analytic - numeric| <= kTolerance * max(1, |numeric|),
-// kTolerance = 2e-3. Why that number:
+// Tolerance. An element passes when |analytic - numeric| <= kTolerance * max(kFloor, |numeric|),
+// kTolerance = 2e-3, kFloor = 0.1: relative down to |g| = 0.1, and an absolute 2e-4 below
+// it. (The floor was 1, which let a 2e-3 error through on every gradient under 1: a 6.7%
+// scale error on gradients of ~0.006 passed; see GradCheckSelfTest below.) Why those numbers:
 //  * Rounding: the forward runs in float32 (eps = 6e-8). Perturbing one input element changes
 //    only the outputs in its receptive field (at most a few dozen here, values O(1-10)); all
 //    other outputs are bit-identical in L(x+h) and L(x-h) and cancel exactly. So L's rounding
@@ -18,7 +20,15 @@
 //    is zero; for cross_entropy it is h^2/6 * |d3L| <= ~2e-5 with h = 1e-2.
 //  Measured (DPT_GRADCHECK_VERBOSE=1 prints it per input): <= 5e-5 for every op and the
 //  end-to-end chain, 2e-4 for cross_entropy on logits of +-30 (|L| ~ 30 scales the rounding
-//  noise), so correct ops sit 10-40x inside the bound. Real bugs are O(1) on O(1) gradients:
+//  noise), so correct ops sit 10-40x inside the bound.
+//  * The floor: below it the bound is absolute, kTolerance * kFloor = 2e-4, which must stay
+//    above the absolute rounding noise of the numeric derivative (it does not shrink with
+//    the gradient: it is L's rounding over 2h) or a correct tiny gradient would fail. The
+//    worst absolute error measured over every check here is 1.2e-4 (the fused
+//    conv2d_relu_avg_pool2d checks, whose outputs are the largest), 4.4e-4 for cross_entropy
+//    on logits of +-30, where every such error sits on a gradient above 0.2 and is checked
+//    relatively; so 0.1 leaves 1.6x over the worst noise. Above the floor the check is
+//    relative: a 0.2% error on any gradient of 0.1 or more fails. Real bugs are O(1) on O(1) gradients:
 //  a transposed weight gradient, a missing bias gradient (an undefined grad fails outright),
 //  a padding off by one pixel, a pool routing its gradient to the wrong window element, a
 //  wrong mean scale (1/N with N >= 2 is a >= 50% error). The self-tests below show that a
@@ -55,6 +65,7 @@ namespace {
 
 constexpr double kStep = 1e-2;
 constexpr double kTolerance = 2e-3;
+constexpr double kFloor = 0.1;
 
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
@@ -93,7 +104,7 @@ double scalar_loss(const OpFn& f, const std::vector<Tensor>& inputs, const Tenso
 // every element of every input with check[i] (all inputs when `check` is empty). Inputs not
 // checked must come out of backward() with no gradient.
 void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vector<bool> check = {},
-                            double step = kStep) {
+                            double step = kStep, double floor = kFloor) {
   if (check.empty()) check.assign(inputs.size(), true);
   ASSERT_EQ(check.size(), inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -121,7 +132,7 @@ void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vect
     const std::vector<float> analytic = grad.to_vector();
 
     float* v = x.data<float>();
-    double worst = 0.0;
+    double worst = 0.0, worst_absolute = 0.0;
     int64_t failures = 0;
     std::ostringstream first_failures;
     for (int64_t j = 0; j < x.numel(); ++j) {
@@ -135,14 +146,16 @@ void expect_gradients_match(const OpFn& f, std::vector<Tensor> inputs, std::vect
       const double taken =
           static_cast<double>(static_cast<float>(saved + step)) - static_cast<double>(static_cast<float>(saved - step));
       const double numeric = (plus - minus) / taken;
-      const double error = std::abs(analytic[j] - numeric) / std::max(1.0, std::abs(numeric));
+      const double error = std::abs(analytic[j] - numeric) / std::max(floor, std::abs(numeric));
       worst = std::max(worst, error);
+      worst_absolute = std::max(worst_absolute, std::abs(analytic[j] - numeric));
       if (error > kTolerance && failures++ < 5) {
         first_failures << "\n  element " << j << ": analytic " << analytic[j] << ", numeric " << numeric;
       }
     }
     if (std::getenv("DPT_GRADCHECK_VERBOSE")) {
-      std::cout << "  input " << i << " " << dpt::shape_str(x.shape()) << ": worst scaled error " << worst << "\n";
+      std::cout << "  input " << i << " " << dpt::shape_str(x.shape()) << ": worst scaled error " << worst
+                << ", worst absolute error " << worst_absolute << "\n";
     }
     EXPECT_EQ(failures, 0) << "input " << i << " " << dpt::shape_str(x.shape()) << ": " << failures << " of "
                            << x.numel() << " elements off (worst scaled error " << worst << ")" << first_failures.str();
@@ -702,6 +715,41 @@ TEST(GradCheckSelfTest, CatchesAOnePercentScaleError) {
                               },
                               {random_tensor({4, 4}, 100), random_tensor({4, 4}, 101)}, {false, true}),
                           "elements off");
+}
+
+// 0.1 * global_avg_pool2d(x) with a chosen scale in its backward (the right one is
+// 0.1 / (H W)): gradients of 0.1 / 16 ~ 0.006 per unit of R, small as most of a network's are.
+Tensor small_mean_with_backward_scale(const Tensor& x, float backward_scale) {
+  Tensor out;
+  {
+    dpt::autograd::NoGradGuard no_grad;
+    out = ops::global_avg_pool2d(x);
+    for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] *= 0.1f;
+  }
+  dpt::autograd::record(out, "small_mean", {&x}, [shape = x.shape(), backward_scale](const Tensor& grad_out) {
+    Tensor g = Tensor::empty(shape);
+    const int64_t plane = shape[2] * shape[3];
+    for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] = grad_out.data<float>()[i / plane] * backward_scale;
+    return std::vector<Tensor>{g};
+  });
+  return out;
+}
+
+TEST(GradCheckSelfTest, AcceptsTheRightSmallGradient) {
+  expect_gradients_match(
+      [](const std::vector<Tensor>& in) { return small_mean_with_backward_scale(in[0], 0.1f / 16); },
+      {random_tensor({2, 3, 4, 4}, 102)});
+}
+
+// A pool scale of 1/15 instead of 1/16 (6.7% off) on gradients of ~0.006 |R|: each element
+// is off by ~4e-4 |R|, which the former absolute bound for |g| < 1 (2e-3) let through; over
+// the floor of 0.1 it is ~2x the tolerance at |R| = 1.
+TEST(GradCheckSelfTest, CatchesAWrongScaleOnSmallGradients) {
+  EXPECT_NONFATAL_FAILURE(
+      expect_gradients_match(
+          [](const std::vector<Tensor>& in) { return small_mean_with_backward_scale(in[0], 0.1f / 15); },
+          {random_tensor({2, 3, 4, 4}, 102)}),
+      "elements off");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // The training reporters: JSON-lines metrics, the SVG loss/accuracy plot, the progress bar.
 #include "dpt/train/reporters.h"
+#include "dpt/train/console_reporter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -361,4 +362,20 @@ TEST(ProgressBar, RejectsAStepOutsideTheEpoch) {
   MemStream out;
   ProgressBar bar(out.file(), true, 1, 1, 10, [] { return 0.0; });
   EXPECT_INVALID_ARGUMENT(bar.update(11, 0, 0), "step 11 outside 0..10");
+}
+
+// --progress: auto follows the terminal but stays off under mpirun; on and off are absolute.
+TEST(ShowProgress, AutoIsOnOnlyOnATerminalOutsideMpirun) {
+  using dpt::train::show_progress;
+  EXPECT_TRUE(show_progress("auto", /*stdout_is_terminal=*/true, /*under_mpirun=*/false));
+  EXPECT_FALSE(show_progress("auto", true, true));
+  EXPECT_FALSE(show_progress("auto", false, false));
+  EXPECT_FALSE(show_progress("auto", false, true));
+  for (const bool terminal : {false, true}) {
+    for (const bool mpi : {false, true}) {
+      EXPECT_TRUE(show_progress("on", terminal, mpi));
+      EXPECT_FALSE(show_progress("off", terminal, mpi));
+    }
+  }
+  EXPECT_THROW(show_progress("sometimes", true, false), std::invalid_argument);
 }

@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "dpt/core/config_error.h"
 #include "dpt/core/random.h"
@@ -89,6 +92,25 @@ inline std::string config_error_of(const std::function<void()>& f) {
   return "<no ConfigError>";
 }
 
+// A new empty directory `name` under a directory that belongs to this process alone
+// (mkdtemp under $TMPDIR, removed when the process exits): two builds running ctest at
+// once, or the same test run twice in parallel, never share or delete each other's files.
+inline std::filesystem::path unique_temp_dir(const std::string& name) {
+  static const std::filesystem::path root = [] {
+    std::string templ = (std::filesystem::temp_directory_path() / "dpt_test_XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + templ);
+    static const std::filesystem::path made = templ;
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(made, ignored);
+    });
+    return made;
+  }();
+  const std::filesystem::path dir = root / name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
 }  // namespace dpt::testing_support
 
 // Expects `statement` to throw ConfigError about `field_name` whose what() contains `text`.
@@ -117,6 +139,17 @@ inline std::string config_error_of(const std::function<void()>& f) {
         }                                                    \
       },                                                     \
       std::invalid_argument)
+
+// Skips the test, saying why, where the Fashion-MNIST directory is missing. Under
+// DPT_REQUIRE_DATA=1 (set by scripts/test.sh, hence CI) a missing data set fails instead:
+// there a skip would pass the accuracy bars without running them.
+#define DPT_SKIP_WITHOUT_DATA()                                                                  \
+  if (!std::filesystem::exists(DPT_DATA_DIR)) {                                                \
+    if (std::getenv("DPT_REQUIRE_DATA"))                                                       \
+      FAIL() << "DPT_REQUIRE_DATA is set but " << DPT_DATA_DIR                                 \
+             << " is missing: install the Debian package dataset-fashion-mnist";               \
+    GTEST_SKIP() << DPT_DATA_DIR << " is missing: install the Debian package dataset-fashion-mnist"; \
+  }
 
 // Skips the test, saying why, where this process has fewer than `n` CUDA GPUs. Under
 // DPT_REQUIRE_GPU=1 (scripts/gpu-check) having no GPU at all fails instead: there a skip

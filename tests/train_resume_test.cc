@@ -36,9 +36,7 @@ const data::Dataset& test_subset() {
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("dpt_resume_test_" + name);
-  std::filesystem::remove_all(dir);
-  return dir;
+  return dpt::testing_support::unique_temp_dir("dpt_resume_test_" + name);
 }
 
 // A stop request (as SIGTERM would make) after `step` global steps.

@@ -13,14 +13,17 @@ expect "--model must be lenet or resnet18, got 'lenet2'" train --model lenet2
 expect "--api must be scratch or concise, got 'fancy'" train --api fancy
 expect "--allreduce must be naive or ring, got 'tree'" train --allreduce tree
 expect "--dist must be none or mpi, got 'tcp'" train --dist tcp
+expect "--progress must be auto, on or off, got 'sometimes'" train --progress sometimes
 expect "--on-nan must be stop or skip, got 'ignore'" train --on-nan ignore
 expect "--precision must be fp32 or bf16, got 'fp16'" train --precision fp16
 expect "--init must be lesson, kaiming or xavier, got 'he'" train --api concise --init he
 expect "--model resnet18 needs --api concise (the from-scratch loop is LeNet's)" train --model resnet18
 expect "--momentum, --weight-decay and --init need --api concise (the lesson's sgd has none)" train --momentum 0.9
 expect "--train-limit and --test-limit must be >= 0" train --test-limit -1
+expect "--train-limit and --test-limit must be >= 0" train --train-limit -5
 expect "--bucket-mb must be a number >= 0, got -1.000000" train --bucket-mb -1
 expect "--collective-timeout must be > 0 seconds, got 0.000000" train --dist mpi --collective-timeout 0
+expect "--collective-timeout must be > 0 seconds, got -2.500000" train --dist mpi --collective-timeout -2.5
 expect "bad --devices 'cpu:0': cpu:N needs N >= 1 CPU devices (expected cpu:N (N CPU devices), cuda:I[,cuda:J...] or a device count such as 2)" \
   train --devices cpu:0
 expect "--batch-size 2 is smaller than the 3 devices: every device needs at least one example per batch" \

@@ -2,8 +2,11 @@
 # End to end: `mpirun -np N dptrain train --dist mpi` (N processes, one device each, each
 # reading its shard of every batch) ends with the parameters, bit for bit, of
 # `dptrain train --devices cpu:N` (one process, N devices), compared through the digests of
-# the checkpoints each writes (rank 0 alone writes under MPI). Also checks that only rank 0
-# printed the epoch line.
+# the checkpoints each writes (rank 0 alone writes under MPI). Every other rank is held to
+# rank 0's bits by dptrain itself: after every epoch of a multi-process job each rank's
+# replica digest is gathered, and a rank that differs stops the job with "the replicas of
+# rank(s) R hold different parameters" (training_loop.cc), which fails the MPI run here.
+# Also checks that only rank 0 printed the epoch line.
 #   usage: dptrain_mpi_equals_devices.sh DPTRAIN DATA_DIR WORK_DIR RANKS MPI_FLAGS LOCAL_FLAGS -- COMMON...
 #   MPI_FLAGS / LOCAL_FLAGS: extra dptrain flags of the MPI / the one-process run ("-" for none)
 #   $DPT_MPIRUN (mpirun and its options) starts the ranks.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -72,6 +73,37 @@ Outcome train_epoch(const dpt::data::Dataset& train, const dpt::data::Dataset& t
   return outcome;
 }
 
+// 64-bit FNV-1a over the parameters' bits and the figures every rank reports.
+uint64_t digest_of(const Outcome& o) {
+  uint64_t h = 14695981039346656037ull;
+  const auto mix = [&h](const void* data, size_t bytes) {
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  };
+  for (const std::vector<float>& p : o.params) mix(p.data(), p.size() * sizeof(float));
+  for (const dpt::parallel::StepResult& s : o.steps) {
+    mix(&s.examples, sizeof s.examples);
+    mix(&s.correct, sizeof s.correct);
+  }
+  mix(&o.test_correct, sizeof o.test_correct);
+  return h;
+}
+
+// Every rank's digest of its outcome, on every rank: each rank holds rank 0's parameters,
+// not only rank 0 (which alone is compared with the one-process run below).
+void expect_every_rank_equals_rank_0(dpt::parallel::Communicator& comm, const Outcome& outcome) {
+  const int n = g_mpi->size(), rank = g_mpi->rank();
+  std::vector<int64_t> digests(static_cast<size_t>(n), 0);
+  digests[static_cast<size_t>(rank)] = static_cast<int64_t>(digest_of(outcome));
+  comm.allreduce(rank, digests.data(), digests.size(), dpt::parallel::ReduceOp::sum);
+  for (int r = 1; r < n; ++r) {
+    EXPECT_EQ(digests[static_cast<size_t>(r)], digests[0])
+        << "rank " << r << " ended with other parameters or figures than rank 0 (seen on rank " << rank << ")";
+  }
+}
+
+void compare_with_one_process(const dpt::data::Dataset& train, const dpt::data::Dataset& test, int n, double bucket_mb,
+                              const Outcome& distributed);
+
 class MpiTraining : public ::testing::TestWithParam<double> {};
 
 TEST_P(MpiTraining, NProcessesEndWithTheParametersOfOneProcessOnNDevices) {
@@ -83,8 +115,17 @@ TEST_P(MpiTraining, NProcessesEndWithTheParametersOfOneProcessOnNDevices) {
   const Outcome distributed = train_epoch(train, test, 1, {comm, rank}, bucket_mb);
   ASSERT_EQ(distributed.steps.size(), 3u);
   EXPECT_EQ(distributed.steps[2].examples, 2);  // every process reports the global batch
+  expect_every_rank_equals_rank_0(*comm, distributed);
+  // Rank 0 alone compares with one process on n devices, in a function of its own so that
+  // a failed ASSERT there returns from it, not from the test: the barrier below must run,
+  // or the other ranks would wait in it until their timeout.
+  if (rank == 0) compare_with_one_process(train, test, n, bucket_mb, distributed);
+  comm->barrier(rank);
+}
 
-  if (rank == 0) {
+void compare_with_one_process(const dpt::data::Dataset& train, const dpt::data::Dataset& test, int n, double bucket_mb,
+                              const Outcome& distributed) {
+  {
     const Outcome local = train_epoch(train, test, n, {}, bucket_mb);
     ASSERT_EQ(local.params.size(), distributed.params.size());
     for (size_t i = 0; i < local.params.size(); ++i) {
@@ -115,7 +156,6 @@ TEST_P(MpiTraining, NProcessesEndWithTheParametersOfOneProcessOnNDevices) {
       }
     }
   }
-  comm->barrier(rank);
 }
 
 // 0: one allreduce after backward; 0.05 MiB: LeNet's gradients in 4 buckets, overlapped.

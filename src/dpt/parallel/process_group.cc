@@ -13,6 +13,14 @@ int agree_on_stop(const ProcessGroup& group, int signal) {
   return static_cast<int>(agreed);
 }
 
+std::vector<uint64_t> gather_digests(const ProcessGroup& group, uint64_t digest) {
+  if (!group.distributed()) return {digest};
+  std::vector<int64_t> all(static_cast<size_t>(group.size()), 0);
+  all[static_cast<size_t>(group.rank)] = static_cast<int64_t>(digest);
+  group.comm->allreduce(group.rank, all.data(), all.size(), ReduceOp::sum);
+  return {all.begin(), all.end()};
+}
+
 std::vector<std::string> device_names(const std::vector<Device>& devices, const ProcessGroup& group) {
   std::vector<std::string> names;
   if (!group.distributed()) {

@@ -2,6 +2,7 @@
 // beyond the gradient allreduce.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ namespace dpt::parallel {
 // in the same step: all stop by SIGTERM, 15 > 2). A collective: every rank calls it after
 // every step. Without a job: `signal` itself.
 int agree_on_stop(const ProcessGroup& group, int signal);
+
+// Every rank's `digest` (of its replica's state), indexed by rank, on every rank: an i64
+// sum of vectors that are zero but at their own rank. A collective. Without a job:
+// {digest}.
+std::vector<uint64_t> gather_digests(const ProcessGroup& group, uint64_t digest);
 
 // Names for the devices of the whole job: this process's devices ("cpu:0", "cpu:1"), or in
 // a multi-process job one per rank ("rank 0 cpu:0", "rank 1 cpu:0", ...; every process runs

@@ -42,6 +42,7 @@ void validate(const JobConfig& job) {
   check_choice("api", job.api, kApis);
   check_choice("allreduce", job.allreduce, kAllreduces);
   check_choice("dist", job.dist, kDists);
+  check_choice("progress", job.progress, kProgresses);
   nn::parse_init(job.init);
   parse_on_nan(job.on_nan);
   ops::parse_conv_precision(job.precision);

@@ -31,6 +31,7 @@ inline constexpr std::array<std::string_view, 2> kApis{"scratch", "concise"};
 inline constexpr std::array<std::string_view, 2> kAllreduces{"naive", "ring"};
 inline constexpr std::array<std::string_view, 2> kOnNans{"stop", "skip"};
 inline constexpr std::array<std::string_view, 2> kDists{"none", "mpi"};
+inline constexpr std::array<std::string_view, 3> kProgresses{"auto", "on", "off"};
 
 // One training job as a front end describes it, before anything is parsed or checked.
 // The member names are the field names errors use.
@@ -63,6 +64,7 @@ struct JobConfig {
   std::string precision = "fp32";   // ops::kConvPrecisions
   bool deterministic = false;       // the same bits on any number of devices (chunks of chunk_size)
   int64_t chunk_size = 32;          // deterministic only: the batch must be a multiple of it
+  std::string progress = "auto";    // kProgresses: the per-step progress line (see show_progress)
 };
 
 // The chunk size the replica engine gets: chunk_size in deterministic mode, else 0 (off).

@@ -1,12 +1,22 @@
 #include "dpt/train/console_reporter.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 
 namespace dpt::train {
 
+bool show_progress(std::string_view mode, bool stdout_is_terminal, bool under_mpirun) {
+  if (mode == "on") return true;
+  if (mode == "off") return false;
+  if (mode == "auto") return stdout_is_terminal && !under_mpirun;
+  throw std::invalid_argument("show_progress: unknown mode '" + std::string(mode) + "'");
+}
+
 ConsoleReporter::ConsoleReporter(ConsoleReporterOptions options, std::vector<std::string> device_names)
     : options_(std::move(options)),
-      terminal_(ProgressBar::is_terminal(stdout)),
+      terminal_(show_progress(options_.progress, ProgressBar::is_terminal(stdout),
+                              std::getenv("OMPI_COMM_WORLD_RANK") != nullptr)),
       device_names_(std::move(device_names)) {
   if (!options_.metrics_file.empty()) metrics_.emplace(options_.metrics_file, options_.append_metrics);
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dpt/train/reporters.h"
@@ -23,7 +24,14 @@ struct ConsoleReporterOptions {
   std::string plot_title;
   // A message's wording for this user (the CLI: backquoted fields into flags); empty: as is.
   std::function<std::string(const std::string&)> wording;
+  std::string progress = "auto";  // kProgresses (config.h), see show_progress
 };
+
+// Whether the per-step progress line is drawn: "on" always, "off" never, "auto" when
+// stdout is a terminal and the process was not started by mpirun (`under_mpirun`: Open
+// MPI's OMPI_COMM_WORLD_RANK is set), whose forwarded output would interleave the ranks'
+// redrawn lines. Throws std::invalid_argument for another mode.
+bool show_progress(std::string_view mode, bool stdout_is_terminal, bool under_mpirun);
 
 class ConsoleReporter {
  public:

@@ -86,7 +86,7 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
       {job.epochs, job.metrics_file, job.resume, job.plot_file,
        job.model + " (" + job.api + ") on " + std::to_string(parallel::device_names(devices, group).size()) +
            " device(s)",
-       hooks.wording},
+       hooks.wording, job.progress},
       parallel::device_names(devices, group));
   reporter.attach(scratch.run);
   validate(scratch);

@@ -16,6 +16,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
+#include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replica_group.h"
 #include "dpt/train/stats.h"
 #include "dpt/train/training_loop.h"
@@ -58,6 +59,9 @@ class ScratchTrainer : public Trainable {
   int64_t deterministic_chunk() const override { return config_.deterministic_chunk; }
   bool writes_checkpoints() const override { return config_.process_group.is_root(); }
   int agree_on_stop(int signal) override;
+  std::vector<uint64_t> gather_digests(uint64_t digest) override {
+    return parallel::gather_digests(config_.process_group, digest);
+  }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
   void apply_update() override;
   double evaluate(const data::Dataset& data, int64_t batch_size) override {

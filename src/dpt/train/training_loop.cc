@@ -1,10 +1,13 @@
 #include "dpt/train/training_loop.h"
 
 #include <csignal>
+#include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/checkpoint/checkpoint_summary.h"
 #include "dpt/data/loader.h"
 #include "dpt/train/config.h"
 #include "dpt/train/timer.h"
@@ -20,6 +23,32 @@ struct LoopState {
   double epoch_seconds = 0;  // of the current epoch, before this invocation
   std::vector<EpochStats> history;
 };
+
+// In a multi-process job, after every epoch: every rank's replica (parameters, buffers,
+// optimizer state) must hold rank 0's bits. Equal gradients and equal updates keep them
+// equal, so a difference is a bug (a gradient not summed, a rank skipping an update) or a
+// host computing different bits; the job stops naming the ranks rather than report rank 0's
+// figures for a model the other ranks no longer share. One i64 allreduce of N elements.
+void check_replicas_agree(Trainable& model, int epoch) {
+  checkpoint::Checkpoint state;
+  model.save_state(state);
+  const std::string text =
+      checkpoint::digest(state.params) + checkpoint::digest(state.buffers) + checkpoint::digest(state.momentum);
+  uint64_t digest = 14695981039346656037ull;  // FNV-1a of the three digests
+  for (const char c : text) digest = (digest ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  const std::vector<uint64_t> all = model.gather_digests(digest);
+  std::ostringstream differing;
+  for (size_t rank = 1; rank < all.size(); ++rank) {
+    if (all[rank] != all[0]) differing << (differing.tellp() > 0 ? ", " : "") << rank;
+  }
+  if (differing.tellp() > 0) {
+    throw std::runtime_error("after epoch " + std::to_string(epoch) + " the replicas of rank(s) " + differing.str() +
+                             " hold different parameters, buffers or optimizer state from rank 0's (the " +
+                             std::to_string(all.size()) +
+                             " processes must stay bit for bit equal): a gradient was not summed alike or an "
+                             "update was not applied on every rank");
+  }
+}
 
 void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const LoopSettings& settings,
                      const Trainable& model, int64_t train_examples) {
@@ -159,6 +188,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     Timer eval_timer;
     stats.test_acc = model.evaluate(test_data, settings.batch_size);
     stats.eval_seconds = eval_timer.stop();
+    if (run.check_replicas && model.data_shard().second > 1) check_replicas_agree(model, static_cast<int>(epoch + 1));
     state.history.push_back(stats);
     state.position = {epoch + 1, 0, state.position.global_step};
     state.epoch_sum = {};

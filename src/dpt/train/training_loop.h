@@ -45,6 +45,9 @@ class Trainable {
   // The stop request every process acts on after this step: in a multi-process job, one
   // process's SIGINT/SIGTERM stops them all after the same step.
   virtual int agree_on_stop(int signal) { return signal; }
+  // Every process's `digest`, indexed by rank (a collective in a multi-process job; there
+  // the loop checks after every epoch that all replicas hold the same state).
+  virtual std::vector<uint64_t> gather_digests(uint64_t digest) { return {digest}; }
   // The gradients compute_gradients left, by parameter name (one replica's; all are equal).
   virtual std::vector<std::pair<std::string, Tensor>> named_gradients() const = 0;
   // The optimizer step on every replica.
@@ -72,6 +75,9 @@ struct RunOptions {
   int keep_checkpoints = 2;      // the newest ones; older ones are deleted
   bool resume = false;           // continue from the newest usable checkpoint in checkpoint_dir
   OnNan on_nan = OnNan::stop;
+  // Multi-process: after every epoch, stop when a rank's replica differs from rank 0's
+  // (off only in tests that measure what a broken allreduce does to accuracy).
+  bool check_replicas = true;
   std::function<int()> stop_signal;                  // polled after each step; nonzero stops
   std::function<void(const std::string&)> warn;      // skipped steps, refused checkpoints
   std::function<void(const ResumeInfo&)> on_resume;  // before the first step of a resumed run
