@@ -13,6 +13,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/nn/init.h"
 #include "dpt/ops/precision.h"
+#include "dpt/optim/lr_schedule.h"
 #include "dpt/train/job.h"
 
 namespace dpt::cli {
@@ -54,6 +55,11 @@ constexpr std::array kFieldFlags{
     FieldFlag{"chunk_size", "--chunk-size"},
     FieldFlag{"precision", "--precision"},
     FieldFlag{"collective_timeout", "--collective-timeout"},
+    FieldFlag{"lr_schedule", "--lr-schedule"},
+    FieldFlag{"warmup_epochs", "--warmup-epochs"},
+    FieldFlag{"lr_scaling", "--lr-scaling"},
+    FieldFlag{"accumulate", "--accumulate"},
+    FieldFlag{"sync_bn", "--sync-bn"},
     FieldFlag{"progress", "--progress"},
     // evaluate, predict, export
     FieldFlag{"checkpoint", "--checkpoint"},
@@ -116,6 +122,33 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train.add_option(flag("batch_size"), j.batch_size, "Global minibatch, split across the devices")
       ->capture_default_str();
   train.add_option(flag("lr"), j.lr, "SGD learning rate")->capture_default_str();
+  train
+      .add_option(flag("lr_schedule"), j.lr_schedule,
+                  listing("Learning rate per step: constant (the lesson's); step: x0.1 from half the epochs, x0.01 "
+                          "from three quarters; cosine: from --lr down to 0 along a half cosine. A function of the "
+                          "step, so --resume continues it exactly",
+                          optim::kLrSchedules))
+      ->capture_default_str();
+  train
+      .add_option(flag("warmup_epochs"), j.warmup_epochs,
+                  "Raise the lr linearly, step by step, from lr/steps to --lr over the first N epochs; the "
+                  "schedule runs over the epochs after them (fewer than --epochs)")
+      ->capture_default_str();
+  train
+      .add_option(flag("lr_scaling"), j.lr_scaling,
+                  listing("none: --lr as given; linear: --lr x (examples per update = --batch-size x --accumulate) "
+                          "/ 256 (Goyal et al. 2017)",
+                          optim::kLrScalings))
+      ->capture_default_str();
+  train
+      .add_option(flag("accumulate"), j.accumulate,
+                  "Gradient accumulation: N micro-batches of --batch-size per update, the same update as one "
+                  "step on a batch N times larger (a step, as --checkpoint-every counts, is one update)")
+      ->capture_default_str();
+  train.add_flag(flag("sync_bn"), j.sync_bn,
+                 "--api concise: BatchNorm normalizes with the statistics of the whole global batch (summed over "
+                 "the devices every step, forward and backward), as one device holding the batch would; without "
+                 "it each device uses its own shard's");
   train.add_option(flag("momentum"), j.momentum, "SGD momentum (--api concise)")->capture_default_str();
   train.add_option(flag("weight_decay"), j.weight_decay, "L2 weight decay (--api concise)")->capture_default_str();
   train

@@ -28,6 +28,17 @@ expect "bad --devices 'cpu:0': cpu:N needs N >= 1 CPU devices (expected cpu:N (N
   train --devices cpu:0
 expect "--batch-size 2 is smaller than the 3 devices: every device needs at least one example per batch" \
   train --devices cpu:3 --batch-size 2
+expect "--lr-schedule must be constant, step or cosine, got 'linear'" train --lr-schedule linear
+expect "--warmup-epochs must be >= 0, got -1" train --warmup-epochs -1
+expect "--warmup-epochs 10 must be fewer than the 10 --epochs, leaving epochs for the schedule after it" \
+  train --lr-schedule cosine --warmup-epochs 10
+expect "--lr-scaling must be none or linear, got 'sqrt'" train --lr-scaling sqrt
+expect "--accumulate must be at least 1 micro-batch per update, got 0" train --accumulate 0
+expect "--sync-bn needs --api concise (the from-scratch LeNet has no BatchNorm)" train --sync-bn
+expect "--sync-bn and --deterministic exclude each other: --deterministic normalizes every chunk with its own statistics" \
+  train --api concise --sync-bn --deterministic
+expect "--sync-bn allreduces BatchNorm's statistics during backward, which the gradient buckets would overlap: leave --bucket-mb at 0" \
+  train --api concise --sync-bn --bucket-mb 1
 expect "--resume needs --checkpoint-dir" train --resume
 expect "--checkpoint-every needs --checkpoint-dir" train --checkpoint-every 5
 expect "--keep-checkpoints must be at least 1, got 0" train --keep-checkpoints 0 --checkpoint-dir /nonexistent/ckpt

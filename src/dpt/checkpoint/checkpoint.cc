@@ -178,6 +178,10 @@ std::string metadata_json(const Checkpoint& c) {
       {"seed", c.seed},
       {"batch_size", c.batch_size},
       {"deterministic_chunk", c.deterministic_chunk},
+      {"lr_schedule", c.lr_schedule},
+      {"warmup_epochs", c.warmup_epochs},
+      {"lr_scaling", c.lr_scaling},
+      {"accumulate", c.accumulate},
       {"train_examples", c.train_examples},
       {"devices", c.devices},
       {"epoch", c.position.epoch},
@@ -199,6 +203,11 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     c.seed = meta.at("seed").get<uint64_t>();
     c.batch_size = meta.at("batch_size").get<int64_t>();
     c.deterministic_chunk = meta.value("deterministic_chunk", int64_t{0});  // absent in files before the mode
+    // Absent in files before schedules and accumulation: the constant lr, one batch per update.
+    c.lr_schedule = meta.value("lr_schedule", std::string("constant"));
+    c.warmup_epochs = meta.value("warmup_epochs", int64_t{0});
+    c.lr_scaling = meta.value("lr_scaling", std::string("none"));
+    c.accumulate = meta.value("accumulate", int64_t{1});
     c.train_examples = meta.at("train_examples").get<int64_t>();
     c.devices = meta.at("devices").get<std::vector<std::string>>();
     c.position.epoch = meta.at("epoch").get<int64_t>();

@@ -52,6 +52,12 @@ struct Checkpoint {
   int64_t train_examples = 0;
   std::vector<std::string> devices;  // written on; informational (any device count loads)
   int64_t deterministic_chunk = 0;   // the deterministic mode's chunk size; 0: the default mode
+  // The learning-rate schedule (optim/lr_schedule.h) and gradient accumulation; files
+  // written before them read as constant, no warmup, no scaling, 1 micro-batch per update.
+  std::string lr_schedule = "constant";
+  int64_t warmup_epochs = 0;
+  std::string lr_scaling = "none";
+  int64_t accumulate = 1;
 
   Position position;
   parallel::StepResult epoch_sum;  // the steps of the current epoch so far

@@ -50,6 +50,8 @@ std::string summary(const Checkpoint& c) {
   out += "written on: [" + devices + "]\n";
   out += "seed: " + std::to_string(c.seed) + ", batch size: " + std::to_string(c.batch_size) +
          ", training examples: " + std::to_string(c.train_examples) + "\n";
+  out += "lr schedule: " + c.lr_schedule + ", warmup epochs: " + std::to_string(c.warmup_epochs) +
+         ", lr scaling: " + c.lr_scaling + ", micro-batches per step: " + std::to_string(c.accumulate) + "\n";
   out += "position: epoch " + std::to_string(c.position.epoch + 1) + ", batch " +
          std::to_string(c.position.batch_offset) + " (" + std::to_string(c.position.global_step) + " steps taken)\n";
   for (const auto& e : c.history) {

@@ -44,6 +44,7 @@ BatchNorm2d::BatchNorm2d(int64_t channels, float momentum, float eps) : momentum
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x) {
+  if (sync_ && is_training()) return ops::sync_batch_norm2d(x, param(0), param(1), buffer(0), buffer(1), *sync_, momentum_, eps_);
   return ops::batch_norm2d(x, param(0), param(1), buffer(0), buffer(1), is_training(), momentum_, eps_);
 }
 

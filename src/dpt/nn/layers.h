@@ -43,9 +43,11 @@ class BatchNorm2d : public Cloneable<BatchNorm2d> {
   explicit BatchNorm2d(int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
   Tensor forward(const Tensor& x) override;
   float eps() const { return eps_; }
+  void synchronize_batch_norm(std::shared_ptr<const ops::ReplicaSum> sum) override { sync_ = std::move(sum); }
 
  private:
   float momentum_, eps_;
+  std::shared_ptr<const ops::ReplicaSum> sync_;  // set: the global batch's statistics in training
 };
 
 class ReLU : public Cloneable<ReLU> {

@@ -16,6 +16,10 @@ Module::Module(const Module& other) : training_(other.training_) {
   for (const auto& [name, c] : other.children_) children_.emplace_back(name, c->clone());
 }
 
+void Module::synchronize_batch_norm(std::shared_ptr<const ops::ReplicaSum> sum) {
+  for (const auto& [name, c] : children_) c->synchronize_batch_norm(sum);
+}
+
 namespace {
 // The tensor's handle stays (parameter lists and optimizers keep working); its storage is
 // swapped for a copy on `device`.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dpt/core/tensor.h"
+#include "dpt/ops/ops.h"
 
 namespace dpt::nn {
 
@@ -38,6 +39,12 @@ class Module {
   // Moves every parameter and buffer, of this module and its children, to `device` in
   // place: the same tensors (and names) afterwards, their values now in that device's memory.
   void to(Device device);
+
+  // Synchronized BatchNorm: every BatchNorm of this module and its children normalizes, in
+  // training, with the statistics of the global batch, summed over the replicas by `sum`
+  // (ops::sync_batch_norm2d); null: each with its own input's (the default). Every replica
+  // must then run every forward and backward, as the sums are collectives.
+  virtual void synchronize_batch_norm(std::shared_ptr<const ops::ReplicaSum> sum);
 
   void train(bool on = true);
   void eval() { train(false); }

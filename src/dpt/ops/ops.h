@@ -5,6 +5,8 @@
 // std::invalid_argument naming the op and both shapes.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 
 #include "dpt/core/tensor.h"
@@ -41,6 +43,24 @@ Tensor relu(const Tensor& x);
 // Differentiable w.r.t. x, gamma and beta in both modes; the running stats get no gradient.
 Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
                     bool training, float momentum = 0.1f, float eps = 1e-5f);
+
+// Sums over every replica of a data-parallel model, for synchronized BatchNorm: each replica
+// calls them with its own values, at the same point of its forward or backward, and gets
+// the sums over all replicas in place (an allreduce; parallel::DataParallel provides it).
+struct ReplicaSum {
+  std::function<void(float* values, size_t n)> floats;
+  std::function<void(int64_t* values, size_t n)> ints;
+};
+
+// batch_norm2d in training mode with the statistics of the global batch: each replica
+// holds a shard x of it, the per-channel sums, sums of squares and counts are summed over
+// the replicas (`sum`), every replica normalizes with the global mean and biased variance
+// and updates its running stats with them (the unbiased variance of the global count);
+// backward sums the per-channel sums of dy and dy * x_hat over the replicas, so that the
+// gradient of x is that of one device holding the whole batch. gamma and beta get this
+// shard's part of their gradient (the gradient allreduce adds the rest). CPU tensors.
+Tensor sync_batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                         Tensor& running_var, const ReplicaSum& sum, float momentum = 0.1f, float eps = 1e-5f);
 
 // x [N, in], weight [out, in], bias [out] or undefined -> [N, out]  (y = x W^T + b).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

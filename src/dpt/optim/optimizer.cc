@@ -45,6 +45,11 @@ void SGD::step() {
   }
 }
 
+void SGD::set_lr(float lr) {
+  check_learning_rate(lr);
+  options_.lr = lr;
+}
+
 void SGD::load_momentum_buffers(const std::vector<Tensor>& buffers) {
   for (size_t r = 0; r < params_.size(); ++r) {
     if (buffers.size() != params_[r].size()) {

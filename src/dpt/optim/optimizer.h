@@ -27,6 +27,9 @@ class SGD {
   void step();
   void zero_grad();
   const SgdOptions& options() const { return options_; }
+  // The learning rate of the next step() (a schedule sets it per step); throws ConfigError
+  // (`lr`) for a negative or non-finite one.
+  void set_lr(float lr);
   // The momentum buffer of parameter i of replica r (undefined before the first step).
   const Tensor& momentum_buffer(size_t replica, size_t i) const { return velocity_[replica][i]; }
   // Gives every replica a copy of `buffers` (one per parameter; undefined = not stepped

@@ -34,25 +34,36 @@ std::vector<ReplicaTensors> tensors_of(const std::vector<std::unique_ptr<nn::Mod
 
 DataParallel::DataParallel(std::unique_ptr<nn::Module> module, std::vector<Device> devices, DataParallelOptions options)
     : modules_(replicate_module(std::move(module), devices)),
-      group_(std::make_unique<ReplicaGroup>(devices, tensors_of(modules_), std::move(options))) {}
-
-StepResult DataParallel::forward_backward(const Tensor& X, const Tensor& y) {
-  return step(group_->scatter(X, y), X.dim(0));
+      group_(std::make_unique<ReplicaGroup>(devices, tensors_of(modules_), std::move(options))) {
+  // One device holding the whole job's batch needs no sums: the plain BatchNorm.
+  const int job_replicas = group_->process_group().size() * static_cast<int>(modules_.size());
+  if (group_->options().sync_bn && job_replicas > 1) {
+    for (size_t i = 0; i < modules_.size(); ++i) {
+      modules_[i]->synchronize_batch_norm(std::make_shared<const ops::ReplicaSum>(group_->replica_sum(static_cast<int>(i))));
+    }
+  }
 }
 
-StepResult DataParallel::forward_backward(const data::Batch& batch) {
+StepResult DataParallel::forward_backward(const Tensor& X, const Tensor& y, GradientSync sync) {
+  return step(group_->scatter(X, y), X.dim(0), sync);
+}
+
+StepResult DataParallel::forward_backward(const data::Batch& batch, GradientSync sync) {
   const int64_t global_batch = batch.global_size > 0 ? batch.global_size : batch.labels.dim(0);
-  return step(group_->scatter(batch), global_batch);
+  return step(group_->scatter(batch), global_batch, sync);
 }
 
-StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch) {
+StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync) {
   const auto forward = [&](int device, const Shard& shard) {
     Tensor logits = (*modules_[device])(shard.X);
     Tensor loss = shard_loss_sum(logits, shard);
     return ShardOutput{logits, loss};
   };
-  // The gradient of the mean loss over the whole batch.
-  return group_->step(shards, global_batch, forward, 1.0f / static_cast<float>(global_batch));
+  // The gradient of the mean loss over the whole batch (with accumulation: over every
+  // batch since the last allreduce).
+  if (!group_->holds_unreduced_gradients()) accumulated_examples_ = 0;
+  accumulated_examples_ += global_batch;
+  return group_->step(shards, global_batch, forward, 1.0f / static_cast<float>(accumulated_examples_), sync);
 }
 
 std::vector<int64_t> DataParallel::confusion_matrix(const data::Dataset& data, int64_t batch_size, int64_t classes) {

@@ -37,10 +37,14 @@ class DataParallel {
   // the gradient allreduce scaled by 1 / batch, and the running-statistics average. A
   // batch of B < N examples (an epoch's last) runs on the first B devices alone. The
   // gradients are this batch's alone: any earlier ones are zeroed first.
-  StepResult forward_backward(const Tensor& X, const Tensor& y);
+  // Gradient accumulation: with GradientSync::later the gradients are kept, unreduced, and
+  // the next call adds to them; the next call with GradientSync::now allreduces the sum
+  // scaled by 1 / (the examples of every call since the last allreduce): the gradient of
+  // the mean loss over all their examples, as one call on their concatenation.
+  StepResult forward_backward(const Tensor& X, const Tensor& y, GradientSync sync = GradientSync::now);
   // The same for a batch from a data::BatchLoader: in a multi-process job, this process's
   // shard of a global batch of batch.global_size examples (possibly an empty shard).
-  StepResult forward_backward(const data::Batch& batch);
+  StepResult forward_backward(const data::Batch& batch, GradientSync sync = GradientSync::now);
 
   // Predictions right over `data`, each batch split across the devices as above (in a
   // multi-process job across the processes, and the counts summed).
@@ -63,10 +67,11 @@ class DataParallel {
   void eval() { train(false); }
 
  private:
-  StepResult step(const std::vector<Shard>& shards, int64_t global_batch);
+  StepResult step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync);
 
   std::vector<std::unique_ptr<nn::Module>> modules_;  // one replica per device
   std::unique_ptr<ReplicaGroup> group_;
+  int64_t accumulated_examples_ = 0;  // of the GradientSync::later calls since the last allreduce
 };
 
 }  // namespace dpt::parallel

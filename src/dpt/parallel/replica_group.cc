@@ -22,10 +22,25 @@ void check_replica_devices(const std::vector<Device>& devices, const ReplicaGrou
         throw ConfigError("deterministic", "`deterministic` runs on CPU devices only, got " + d.str());
       }
     }
+    if (options.sync_bn) {
+      throw ConfigError("sync_bn",
+                        "`sync_bn` and `deterministic` exclude each other: `deterministic` normalizes every chunk "
+                        "with its own statistics");
+    }
     if (options.bucket_mb > 0) {
       throw ConfigError("deterministic",
                         "`deterministic` sums the gradients in a fixed tree after backward, so it cannot overlap "
                         "them with backward in buckets: leave `bucket_mb` at 0");
+    }
+  }
+  if (options.sync_bn) {
+    for (const Device& d : devices) {
+      if (d.kind != Device::Kind::cpu) throw ConfigError("sync_bn", "`sync_bn` runs on CPU devices only, got " + d.str());
+    }
+    if (options.bucket_mb > 0) {
+      throw ConfigError("sync_bn",
+                        "`sync_bn` allreduces BatchNorm's statistics during backward, which the gradient buckets "
+                        "would overlap: leave `bucket_mb` at 0");
     }
   }
 }
@@ -52,7 +67,8 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
       pool_(devices, cores_for(options_, devices)),
       comm_(communicator_for(devices, options_)),
       replicas_(std::move(replicas)),
-      flat_buffers_(devices.size()) {
+      flat_buffers_(devices.size()),
+      accumulated_(devices.size()) {
   if (replicas_.size() != devices.size()) {
     throw std::invalid_argument("ReplicaGroup: " + std::to_string(replicas_.size()) + " replicas for " +
                                 std::to_string(devices.size()) + " devices");
@@ -101,15 +117,25 @@ int ReplicaGroup::active_replicas(int64_t examples) const {
 }
 
 StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
-                              float gradient_scale) {
-  if (deterministic()) return deterministic_step(shards, global_batch, forward, gradient_scale);
+                              float gradient_scale, GradientSync sync) {
+  if (deterministic()) {
+    const StepResult result = deterministic_step(shards, global_batch, forward, gradient_scale, sync);
+    accumulating_ = sync == GradientSync::later;
+    return result;
+  }
+  if (options_.sync_bn && active_replicas(global_batch) < job_replicas()) {
+    throw ConfigError("sync_bn", "`sync_bn` needs examples on every one of the " + std::to_string(job_replicas()) +
+                                     " devices in every batch, but a batch of " + std::to_string(global_batch) +
+                                     " examples leaves some idle (an epoch's last batch?): choose `batch_size` and "
+                                     "`train_limit` so that no batch is smaller than the devices");
+  }
   std::vector<StepResult> per_device(replicas_.size());
   const float buffer_scale = 1.0f / static_cast<float>(std::max(1, active_replicas(global_batch)));
   pool_.run_all([&](int device) {
     const bool has_examples = device < static_cast<int>(shards.size()) && shards[device].X.dim(0) > 0;
     const ReplicaTensors& replica = replicas_[device];
     ShardOutput out;
-    compute_and_allreduce(device, has_examples ? &shards[device] : nullptr, forward, gradient_scale, out);
+    compute_and_allreduce(device, has_examples ? &shards[device] : nullptr, forward, gradient_scale, sync, out);
     if (!replica.buffers.empty()) {
       allreduce_tensors(*comm_, global_rank(device), replica.buffers, flat_buffers_[device], buffer_scale);
     }
@@ -118,17 +144,21 @@ StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_b
       per_device[device] = {out.loss_sum.item(), ops::count_correct(out.logits.detach(), shard.y), shard.X.dim(0)};
     }
   });
+  accumulating_ = sync == GradientSync::later;
   StepResult total;
   for (const StepResult& part : per_device) total += part;
   return options_.process_group.distributed() ? job_figures(total) : total;
 }
 
 void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
-                                         ShardOutput& out) {
+                                         GradientSync sync, ShardOutput& out) {
   const ReplicaTensors& replica = replicas_[device];
   // An earlier step's gradient is already summed over the replicas: allreducing it again
-  // would count it N times, so every step starts from zero.
-  for (const Tensor& p : replica.params) p.zero_grad();
+  // would count it N times, so every step starts from zero, unless the earlier steps kept
+  // theirs unreduced (GradientSync::later): backward then adds to them.
+  if (!accumulating_) {
+    for (const Tensor& p : replica.params) p.zero_grad();
+  }
   // A replica without examples still joins the collectives, adding nothing: no gradient
   // (zeros) and zeroed buffers, so that the buffer average is over the active replicas.
   if (shard == nullptr) {
@@ -140,6 +170,10 @@ void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const S
       out = forward(device, *shard);
       autograd::backward(out.loss_sum);
     };
+  }
+  if (sync == GradientSync::later) {  // kept on this device until a step allreduces them
+    if (forward_and_backward) forward_and_backward();
+    return;
   }
   if (!bucketers_.empty()) {  // the sums allreduced while backward runs
     bucketers_[device]->backward_and_allreduce(forward_and_backward, scale);
@@ -170,6 +204,13 @@ int64_t ReplicaGroup::count_correct(const data::Dataset& data, int64_t batch_siz
 std::vector<int64_t> ReplicaGroup::confusion(const data::Dataset& data, int64_t batch_size,
                                              const DeviceForward& forward, int64_t classes) {
   return confusion_split(pool_, *comm_, options_.process_group, data, batch_size, forward, classes);
+}
+
+ops::ReplicaSum ReplicaGroup::replica_sum(int i) {
+  Communicator* comm = comm_.get();
+  const int rank = global_rank(i);
+  return {[comm, rank](float* values, size_t n) { comm->allreduce(rank, values, n, ReduceOp::sum); },
+          [comm, rank](int64_t* values, size_t n) { comm->allreduce(rank, values, n, ReduceOp::sum); }};
 }
 
 int ReplicaGroup::agree_on_stop(int signal) const { return parallel::agree_on_stop(options_.process_group, signal); }

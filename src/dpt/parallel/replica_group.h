@@ -31,6 +31,7 @@
 #include "dpt/core/tensor.h"
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/data/loader.h"
+#include "dpt/ops/ops.h"
 #include "dpt/parallel/chunk_tree.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
@@ -48,6 +49,10 @@ struct ReplicaGroupOptions {
   ProcessGroup process_group;      // distributed: one device per process
   // > 0: deterministic mode with chunks of this many examples (see below); 0: off.
   int64_t deterministic_chunk = 0;
+  // Synchronized BatchNorm (DataParallel): the replicas' forwards and backwards sum
+  // BatchNorm statistics over the job (replica_sum), so every replica must get examples in
+  // every step. CPU devices, no buckets, no deterministic mode.
+  bool sync_bn = false;
 };
 
 // What a replica holds that the group keeps equal: parameters (their gradients are
@@ -65,6 +70,15 @@ struct ShardOutput {
   Tensor loss_sum;
 };
 using ShardForward = std::function<ShardOutput(int device, const Shard& shard)>;
+
+// When a step's gradients are allreduced. Gradient accumulation (N micro-batches per
+// update) runs N - 1 steps with `later` and the last with `now`: a `later` step keeps its
+// gradients on each device, unreduced, and the next step adds its own to them; the `now`
+// step allreduces the sum of every step since the last allreduce, once, times its
+// gradient_scale, which is then the gradient of one step on all their examples (as
+// PyTorch DDP's no_sync()). In deterministic mode each step's fixed-tree sum is kept and the
+// sums are added in step order, so the bits are still the same on any number of devices.
+enum class GradientSync { now, later };
 
 // Throws ConfigError unless `devices` can form one group under `options`: not empty, kinds
 // that train together, one device per process in a multi-process job (device_list.h).
@@ -88,9 +102,12 @@ class ReplicaGroup {
   // missing or empty shard joins the collectives with zero gradients and zeroed buffers).
   // Every parameter's gradient ends as the sum over the job's `global_batch` examples
   // times `gradient_scale`; the buffers as their mean over the replicas with examples.
-  // Earlier gradients are dropped first. Returns the job's figures (every rank the same).
+  // Earlier gradients are dropped first, unless the previous step was GradientSync::later
+  // (see there). Returns the job's figures (every rank the same).
   StepResult step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
-                  float gradient_scale);
+                  float gradient_scale, GradientSync sync = GradientSync::now);
+  // Whether gradients of GradientSync::later steps are waiting for their allreduce.
+  bool holds_unreduced_gradients() const { return accumulating_; }
 
   // Runs `apply(device)` on every local device's worker at once: the identical update.
   void update(const std::function<void(int device)>& apply);
@@ -101,6 +118,10 @@ class ReplicaGroup {
   // The confusion matrix over `data` (confusion_split), evaluated as count_correct is.
   std::vector<int64_t> confusion(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward,
                                  int64_t classes);
+
+  // Sums over every replica of the job through the communicator, for local device `i`'s
+  // synchronized BatchNorm (ops::sync_batch_norm2d); called from that device's worker.
+  ops::ReplicaSum replica_sum(int i);
 
   // The stop request every process acts on after this step (see parallel::agree_on_stop).
   int agree_on_stop(int signal) const;
@@ -122,14 +143,14 @@ class ReplicaGroup {
   int active_replicas(int64_t examples) const;
   void broadcast_from_root();
   void compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
-                             ShardOutput& out);
+                             GradientSync sync, ShardOutput& out);
   StepResult job_figures(const StepResult& local);
   bool deterministic() const { return options_.deterministic_chunk > 0; }
   int job_replicas() const { return options_.process_group.size() * pool_.size(); }
   StepResult deterministic_step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
-                                float gradient_scale);
+                                float gradient_scale, GradientSync sync);
   StepResult compute_chunks(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward,
-                            float gradient_scale);
+                            float gradient_scale, GradientSync sync);
   // Every rank's tree nodes, on every rank, in chunk order.
   std::vector<TreeNode> exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks, size_t values);
 
@@ -138,6 +159,9 @@ class ReplicaGroup {
   std::shared_ptr<Communicator> comm_;
   std::vector<ReplicaTensors> replicas_;
   std::vector<std::vector<float>> flat_buffers_;  // one per device, reused every step
+  bool accumulating_ = false;  // the last step was GradientSync::later
+  // Deterministic mode's sums of the GradientSync::later steps' gradients, one per device.
+  std::vector<std::vector<float>> accumulated_;
   // One per device with buckets; declared last, so destroyed (threads joined) first.
   std::vector<std::unique_ptr<GradientBucketer>> bucketers_;
 };

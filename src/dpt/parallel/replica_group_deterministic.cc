@@ -32,11 +32,11 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
 }  // namespace
 
 StepResult ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, int64_t global_batch,
-                                            const ShardForward& forward, float gradient_scale) {
+                                            const ShardForward& forward, float gradient_scale, GradientSync sync) {
   std::vector<StepResult> per_device(replicas_.size());
   pool_.run_all([&](int device) {
     const Shard* shard = device < static_cast<int>(shards.size()) ? &shards[device] : nullptr;
-    per_device[device] = compute_chunks(device, shard, global_batch, forward, gradient_scale);
+    per_device[device] = compute_chunks(device, shard, global_batch, forward, gradient_scale, sync);
   });
   StepResult total;
   for (const StepResult& part : per_device) total += part;
@@ -44,7 +44,7 @@ StepResult ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, in
 }
 
 StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global_batch,
-                                        const ShardForward& forward, float gradient_scale) {
+                                        const ShardForward& forward, float gradient_scale, GradientSync sync) {
   const int64_t chunk = options_.deterministic_chunk;
   const int64_t chunks = data::chunks_in(global_batch, chunk);
   const data::RowRange mine = data::shard_rows(chunks, job_replicas(), global_rank(device));
@@ -71,9 +71,19 @@ StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t 
     buffer_tree.add_chunk(c, packed(replica.buffers));
     figures += {out.loss_sum.item(), ops::count_correct(out.logits.detach(), part.y), part.X.dim(0)};
   }
-  const std::vector<float> gradient =
+  std::vector<float> gradient =
       combine_nodes(exchange_nodes(device, gradient_tree.nodes(), chunks, total_values(replica.params)), chunks);
-  ops::cpu_backend().unpack(gradient.data(), gradients_of(replica.params), gradient_scale);
+  // Gradient accumulation: the earlier steps' tree sums, added in step order.
+  std::vector<float>& held = accumulated_[device];
+  if (accumulating_) {
+    for (size_t i = 0; i < gradient.size(); ++i) gradient[i] = held[i] + gradient[i];
+  }
+  if (sync == GradientSync::later) {
+    held = std::move(gradient);
+  } else {
+    held.clear();
+    ops::cpu_backend().unpack(gradient.data(), gradients_of(replica.params), gradient_scale);
+  }
   if (!replica.buffers.empty()) {
     // The running statistics: their mean over the chunks, summed in the same tree.
     const std::vector<float> buffers =

@@ -6,6 +6,7 @@
 #include "dpt/cuda/runtime.h"
 #include "dpt/nn/init.h"
 #include "dpt/ops/precision.h"
+#include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/sgd.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/gradient_bucketer.h"
@@ -29,6 +30,13 @@ void check_batch_size(int64_t batch_size) {
   }
 }
 
+void check_accumulate(int accumulate) {
+  if (accumulate < 1) {
+    throw ConfigError("accumulate",
+                      "`accumulate` must be at least 1 micro-batch per update, got " + std::to_string(accumulate));
+  }
+}
+
 }  // namespace
 
 OnNan parse_on_nan(std::string_view text) {
@@ -46,6 +54,26 @@ void validate(const JobConfig& job) {
   nn::parse_init(job.init);
   parse_on_nan(job.on_nan);
   ops::parse_conv_precision(job.precision);
+  optim::parse_schedule(job.lr_schedule);
+  optim::parse_lr_scaling(job.lr_scaling);
+  check_epochs(job.epochs);
+  optim::check_schedule({optim::parse_schedule(job.lr_schedule), job.warmup_epochs}, job.epochs);
+  check_accumulate(job.accumulate);
+  if (job.sync_bn) {
+    if (job.api != "concise") {
+      throw ConfigError("sync_bn", "`sync_bn` needs `api` concise (the from-scratch LeNet has no BatchNorm)");
+    }
+    if (job.deterministic) {
+      throw ConfigError("sync_bn",
+                        "`sync_bn` and `deterministic` exclude each other: `deterministic` normalizes every chunk "
+                        "with its own statistics");
+    }
+    if (job.bucket_mb > 0) {
+      throw ConfigError("sync_bn",
+                        "`sync_bn` allreduces BatchNorm's statistics during backward, which the gradient buckets "
+                        "would overlap: leave `bucket_mb` at 0");
+    }
+  }
   if (job.api == "scratch") {
     if (job.model != "lenet") {
       throw ConfigError("model", "`model` " + job.model + " needs `api` concise (the from-scratch loop is LeNet's)");
@@ -74,6 +102,8 @@ void validate(const ScratchConfig& config) {
   check_epochs(config.epochs);
   check_batch_size(config.batch_size);
   optim::check_learning_rate(config.lr);
+  optim::check_schedule(config.schedule, config.epochs);
+  check_accumulate(config.accumulate);
   parallel::check_bucket_mb(config.bucket_mb);
   parallel::check_replica_devices(config.devices, {config.allreduce, config.cores, config.bucket_mb,
                                                    config.process_group, config.deterministic_chunk});
@@ -89,6 +119,9 @@ void validate(const ScratchConfig& config) {
 void validate(const LoopSettings& settings) {
   check_epochs(settings.epochs);
   check_batch_size(settings.batch_size);
+  optim::check_learning_rate(settings.lr);
+  optim::check_schedule(settings.schedule, settings.epochs);
+  check_accumulate(settings.accumulate);
 }
 
 void validate(const RunOptions& run) {

@@ -25,7 +25,8 @@
 namespace dpt::train {
 
 // The choices of the enum-like fields, by name; help texts list them from here. (Those of
-// `init` and `precision` are nn::kInits and ops::kConvPrecisions.)
+// `init` and `precision` are nn::kInits and ops::kConvPrecisions, those of `lr_schedule` and
+// `lr_scaling` optim::kLrSchedules and optim::kLrScalings.)
 inline constexpr std::array<std::string_view, 2> kModels{"lenet", "resnet18"};
 inline constexpr std::array<std::string_view, 2> kApis{"scratch", "concise"};
 inline constexpr std::array<std::string_view, 2> kAllreduces{"naive", "ring"};
@@ -65,6 +66,11 @@ struct JobConfig {
   bool deterministic = false;       // the same bits on any number of devices (chunks of chunk_size)
   int64_t chunk_size = 32;          // deterministic only: the batch must be a multiple of it
   std::string progress = "auto";    // kProgresses: the per-step progress line (see show_progress)
+  std::string lr_schedule = "constant";  // optim::kLrSchedules
+  int warmup_epochs = 0;                 // linear warmup, per step, over this many epochs
+  std::string lr_scaling = "none";       // optim::kLrScalings: linear is lr * batch_size * accumulate / 256
+  int accumulate = 1;                    // micro-batches of batch_size per update (gradient accumulation)
+  bool sync_bn = false;                  // concise API: BatchNorm statistics over the global batch
 };
 
 // The chunk size the replica engine gets: chunk_size in deterministic mode, else 0 (off).
@@ -83,7 +89,7 @@ void validate(const JobConfig& job);
 // (kinds, one per process in a job, no more than the batch), buckets and run options.
 void validate(const ScratchConfig& config);
 
-// The training loop's own settings: epochs and batch size.
+// The training loop's own settings: epochs, batch size, the lr schedule and accumulation.
 void validate(const LoopSettings& settings);
 
 // Checkpoints and resuming.

@@ -15,6 +15,7 @@
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
 #include "dpt/ops/precision.h"
+#include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/mpi_communicator.h"
@@ -81,6 +82,9 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
   scratch.bucket_mb = job.bucket_mb;
   scratch.process_group = group;
   scratch.deterministic_chunk = deterministic_chunk(job);
+  scratch.schedule = {optim::parse_schedule(job.lr_schedule), job.warmup_epochs};
+  scratch.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
+  scratch.accumulate = job.accumulate;
   scratch.run = run_options(job);
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
       {job.epochs, job.metrics_file, job.resume, job.plot_file,
@@ -107,6 +111,14 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
       static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data_dir.c_str(),
       static_cast<long long>(job.batch_size), job.lr, job.epochs,
       ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "");
+  if (job.lr_schedule != "constant" || job.warmup_epochs > 0 || job.lr_scaling != "none" || job.accumulate > 1 ||
+      job.sync_bn) {
+    const float base = optim::scaled_lr(job.lr, scratch.lr_scaling, job.batch_size * job.accumulate);
+    std::printf("lr schedule %s from lr %g%s, %d warmup epoch%s; %d micro-batch%s of %lld per update%s\n",
+                job.lr_schedule.c_str(), base, job.lr_scaling == "linear" ? " (linear scaling)" : "", job.warmup_epochs,
+                job.warmup_epochs == 1 ? "" : "s", job.accumulate, job.accumulate == 1 ? "" : "es",
+                static_cast<long long>(job.batch_size), job.sync_bn ? "; BatchNorm synchronized over the devices" : "");
+  }
   if (job.deterministic) {
     std::printf("deterministic: chunks of %lld examples, one thread each, summed in a fixed tree: the same bits on "
                 "any number of devices\n",
@@ -127,10 +139,12 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
   nn::init_weights(*net, nn::parse_init(job.init), job.seed);
   parallel::DataParallel parallel_net(std::move(net), devices,
                                       parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,
-                                                                    deterministic_chunk(job)});
+                                                                    deterministic_chunk(job), job.sync_bn});
   optim::SGD optimizer(parallel_net.replica_parameters(), {job.lr, job.momentum, job.weight_decay});
   const TrainHistory history =
-      train(parallel_net, optimizer, train_data, test_data, {job.epochs, job.batch_size, job.seed, job.model, scratch.run},
+      train(parallel_net, optimizer, train_data, test_data,
+            {job.epochs, job.batch_size, job.seed, job.model, scratch.run, scratch.schedule, scratch.lr_scaling,
+             job.accumulate},
             reporter.epoch_callback(), reporter.step_callback());
   const EpochStats& last = history.epochs.back();
   std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);

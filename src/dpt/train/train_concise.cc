@@ -17,7 +17,9 @@ class DataParallelTrainable : public Trainable {
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override {
     return net_.forward_backward(X, y);  // zeroes the previous gradients first
   }
-  StepResult compute_batch_gradients(const data::Batch& batch) override { return net_.forward_backward(batch); }
+  StepResult compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) override {
+    return net_.forward_backward(batch, sync);
+  }
   std::pair<int64_t, int64_t> data_shard() const override {
     const parallel::ProcessGroup& group = net_.process_group();
     return {group.rank, group.size()};
@@ -34,6 +36,7 @@ class DataParallelTrainable : public Trainable {
     return grads;
   }
   void apply_update() override { optimizer_.step(); }
+  void set_learning_rate(float lr) override { optimizer_.set_lr(lr); }
   double evaluate(const data::Dataset& data, int64_t batch_size) override {
     return static_cast<double>(net_.count_correct(data, batch_size)) / static_cast<double>(data.size());
   }
@@ -85,7 +88,8 @@ TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const dat
                    const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch,
                    const StepCallback& on_step) {
   DataParallelTrainable trainable(net, optimizer);
-  const LoopSettings settings{config.epochs, config.batch_size, config.seed, optimizer.options().lr, config.model};
+  const LoopSettings settings{config.epochs,      config.batch_size, config.seed,     optimizer.options().lr,
+                              config.model,       config.schedule,   config.lr_scaling, config.accumulate};
   const LoopResult result = run_training(trainable, train_data, test_data, settings, config.run, on_epoch, on_step);
   TrainHistory history;
   history.epochs = result.history;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dpt/data/fashion_mnist.h"
+#include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/data_parallel.h"
 #include "dpt/train/stats.h"
@@ -22,6 +23,9 @@ struct ConciseConfig {
   uint64_t seed = 0;  // shuffling
   std::string model;  // recorded in checkpoints ("lenet", "resnet18"); resuming checks it
   RunOptions run;     // checkpoints, resume, on_nan, stopping
+  optim::LrSchedule schedule;  // the lr of every update from the optimizer's (optim/lr_schedule.h)
+  optim::LrScaling lr_scaling = optim::LrScaling::none;
+  int accumulate = 1;          // micro-batches of batch_size per update
 };
 
 struct TrainHistory {

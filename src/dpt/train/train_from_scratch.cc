@@ -36,25 +36,29 @@ ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Te
     : config_(validated(config)),
       device_params_(replicate_to(initial_params, config.devices)),
       group_(config.devices, as_replicas(device_params_),
-             {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk}) {}
+             {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk}),
+      lr_(config.lr) {}
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
   return run_step(group_.scatter(X, y), X.dim(0));
 }
 
-StepResult ScratchTrainer::compute_batch_gradients(const data::Batch& batch) {
+StepResult ScratchTrainer::compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) {
   const int64_t global_batch = batch.global_size > 0 ? batch.global_size : batch.labels.dim(0);
-  return run_step(group_.scatter(batch), global_batch);
+  return run_step(group_.scatter(batch), global_batch, sync);
 }
 
-StepResult ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch) {
+StepResult ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch,
+                                    parallel::GradientSync sync) {
   const auto forward = [&](int device, const parallel::Shard& shard) {
     Tensor logits = nn::lenet(shard.X, device_params_[device]);
     Tensor loss = parallel::shard_loss_sum(logits, shard);
     return parallel::ShardOutput{logits, loss};
   };
-  const StepResult result = group_.step(shards, global_batch, forward, 1.0f);
-  pending_batch_ = global_batch;
+  // Accumulated micro-batches add up: sgd divides their summed gradient by all their examples.
+  if (!group_.holds_unreduced_gradients()) pending_batch_ = 0;
+  const StepResult result = group_.step(shards, global_batch, forward, 1.0f, sync);
+  pending_batch_ += global_batch;
   return result;
 }
 
@@ -72,7 +76,7 @@ std::vector<std::pair<std::string, Tensor>> ScratchTrainer::named_gradients() co
 
 void ScratchTrainer::apply_update() {
   // Every replica applies the same summed gradient, scaled by the global batch size.
-  group_.update([&](int device) { optim::sgd(device_params_[device], config_.lr, pending_batch_); });
+  group_.update([&](int device) { optim::sgd(device_params_[device], lr_, pending_batch_); });
 }
 
 StepResult ScratchTrainer::train_batch(const Tensor& X, const Tensor& y) {
@@ -117,7 +121,8 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
                                       const StepCallback& on_step) {
   validate(config);
   ScratchTrainer trainer(config, nn::lenet_params(config.seed));
-  const LoopSettings settings{config.epochs, config.batch_size, config.seed, config.lr, kScratchModelName};
+  const LoopSettings settings{config.epochs, config.batch_size, config.seed,       config.lr,
+                              kScratchModelName, config.schedule, config.lr_scaling, config.accumulate};
   const LoopResult result = run_training(trainer, train_data, test_data, settings, config.run, on_epoch, on_step);
   TrainSummary summary;
   summary.history = result.history;

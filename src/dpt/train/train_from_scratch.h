@@ -14,6 +14,7 @@
 
 #include "dpt/core/tensor.h"
 #include "dpt/data/fashion_mnist.h"
+#include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/parallel/process_group.h"
@@ -35,6 +36,9 @@ struct ScratchConfig {
   double bucket_mb = 0;                     // gradient buckets allreduced during backward (0: after it)
   parallel::ProcessGroup process_group;     // a multi-process job (--dist mpi): one device per process
   int64_t deterministic_chunk = 0;          // > 0: the same bits on any device count (ReplicaGroup)
+  optim::LrSchedule schedule;               // the lr of every update from `lr` (optim/lr_schedule.h)
+  optim::LrScaling lr_scaling = optim::LrScaling::none;
+  int accumulate = 1;                       // micro-batches of batch_size per update
 };
 
 // The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which
@@ -54,7 +58,7 @@ class ScratchTrainer : public Trainable {
 
   // Trainable, for the shared training loop.
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override;
-  StepResult compute_batch_gradients(const data::Batch& batch) override;
+  StepResult compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) override;
   std::pair<int64_t, int64_t> data_shard() const override;
   int64_t deterministic_chunk() const override { return config_.deterministic_chunk; }
   bool writes_checkpoints() const override { return config_.process_group.is_root(); }
@@ -64,6 +68,8 @@ class ScratchTrainer : public Trainable {
   }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
   void apply_update() override;
+  // The lesson's sgd takes its lr per call: the next apply_update's.
+  void set_learning_rate(float lr) override { lr_ = lr; }
   double evaluate(const data::Dataset& data, int64_t batch_size) override {
     return evaluate_accuracy(data, batch_size);
   }
@@ -78,12 +84,14 @@ class ScratchTrainer : public Trainable {
  private:
   // The lesson's step on the shards of one global batch: forward, summed loss and backward
   // on every device, then the gradient allreduce (a sum: sgd divides by the batch).
-  StepResult run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch);
+  StepResult run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch,
+                      parallel::GradientSync sync = parallel::GradientSync::now);
 
   ScratchConfig config_;
   std::vector<std::vector<Tensor>> device_params_;  // the lesson's replicate(): one per device
   parallel::ReplicaGroup group_;
-  int64_t pending_batch_ = 0;  // global batch of the gradients not yet applied
+  int64_t pending_batch_ = 0;  // global batch of the gradients not yet applied (all accumulated micro-batches)
+  float lr_;                   // of the next apply_update
 };
 
 struct TrainSummary {

@@ -9,6 +9,7 @@
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
 #include "dpt/data/loader.h"
+#include "dpt/optim/lr_schedule.h"
 #include "dpt/train/config.h"
 #include "dpt/train/timer.h"
 
@@ -67,6 +68,15 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
     };
     mismatch("", mode(c.deterministic_chunk), mode(model.deterministic_chunk()));
   }
+  if (c.lr_schedule != optim::schedule_name(settings.schedule.kind))
+    mismatch("`lr_schedule`", c.lr_schedule, std::string(optim::schedule_name(settings.schedule.kind)));
+  if (c.warmup_epochs != settings.schedule.warmup_epochs) {
+    mismatch("`warmup_epochs`", std::to_string(c.warmup_epochs), std::to_string(settings.schedule.warmup_epochs));
+  }
+  if (c.lr_scaling != optim::lr_scaling_name(settings.lr_scaling))
+    mismatch("`lr_scaling`", c.lr_scaling, std::string(optim::lr_scaling_name(settings.lr_scaling)));
+  if (c.accumulate != settings.accumulate)
+    mismatch("`accumulate`", std::to_string(c.accumulate), std::to_string(settings.accumulate));
   if (c.train_examples != train_examples) {
     mismatch("training examples (`train_limit`)", std::to_string(c.train_examples), std::to_string(train_examples));
   }
@@ -91,6 +101,10 @@ class Checkpointer {
     c.batch_size = settings_.batch_size;
     c.train_examples = train_examples_;
     c.deterministic_chunk = model_.deterministic_chunk();
+    c.lr_schedule = optim::schedule_name(settings_.schedule.kind);
+    c.warmup_epochs = settings_.schedule.warmup_epochs;
+    c.lr_scaling = optim::lr_scaling_name(settings_.lr_scaling);
+    c.accumulate = settings_.accumulate;
     c.devices = model_.device_names();
     c.position = state.position;
     c.epoch_sum = state.epoch_sum;
@@ -146,14 +160,31 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   LoopResult result;
   const auto stop_requested = [&] { return model.agree_on_stop(run.stop_signal ? run.stop_signal() : 0); };
 
+  // The schedule counts updates: ceil(batches / accumulate) per epoch, each on up to
+  // batch_size * accumulate examples (what the linear scaling rule scales by).
+  const int64_t accumulate = settings.accumulate;
+  const int64_t steps_per_epoch = (loader.num_batches() + accumulate - 1) / accumulate;
+  const float base_lr = optim::scaled_lr(settings.lr, settings.lr_scaling, settings.batch_size * accumulate);
+
   for (int64_t epoch = state.position.epoch; epoch < settings.epochs; ++epoch) {
     model.set_training(true);
     loader.seek(epoch, state.position.batch_offset);
     Timer timer;
     timer.start();
     data::Batch batch;
-    while (loader.next(batch)) {
-      const StepResult step = model.compute_batch_gradients(batch);
+    while (true) {
+      // One update: `accumulate` micro-batches (fewer at the end of the epoch), the
+      // gradients of all but the last kept unreduced and the last's added to them.
+      StepResult step;
+      int64_t micro = 0;
+      while (micro < accumulate && loader.next(batch)) {
+        ++micro;
+        const bool last = micro == accumulate || loader.batch_offset() == loader.num_batches();
+        step += model.compute_batch_gradients(batch, last ? parallel::GradientSync::now : parallel::GradientSync::later);
+      }
+      if (micro == 0) break;
+      model.set_learning_rate(
+          optim::learning_rate(settings.schedule, state.position.global_step, steps_per_epoch, settings.epochs, base_lr));
       state.position.batch_offset = loader.batch_offset();
       ++state.position.global_step;
       if (const auto cause = find_non_finite(step.loss_sum, model.named_gradients())) {

@@ -16,6 +16,8 @@
 #include "dpt/checkpoint/checkpoint.h"
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/data/loader.h"
+#include "dpt/optim/lr_schedule.h"
+#include "dpt/parallel/replica_group.h"
 #include "dpt/train/divergence_guard.h"
 #include "dpt/train/stats.h"
 
@@ -30,9 +32,9 @@ class Trainable {
   virtual StepResult compute_gradients(const Tensor& X, const Tensor& y) = 0;
   // What the loop calls with each batch of its loader: the global batch unless the model
   // is one process of a multi-process job (data_shard), whose batches are its shards.
-  virtual StepResult compute_batch_gradients(const data::Batch& batch) {
-    return compute_gradients(batch.images, batch.labels);
-  }
+  // With gradient accumulation every micro-batch but an update's last is GradientSync::later:
+  // its gradients are kept and the next call's added to them (parallel::GradientSync).
+  virtual StepResult compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) = 0;
   // Shard {index, count} of every global batch this process reads: {rank, processes} in a
   // multi-process job, where every process shuffles with the same seed (a distributed
   // sampler); {0, 1} otherwise.
@@ -52,6 +54,9 @@ class Trainable {
   virtual std::vector<std::pair<std::string, Tensor>> named_gradients() const = 0;
   // The optimizer step on every replica.
   virtual void apply_update() = 0;
+  // The learning rate of the next apply_update() (the loop sets it before each, from the
+  // schedule).
+  virtual void set_learning_rate(float lr) = 0;
   // Fraction of `data` predicted right.
   virtual double evaluate(const data::Dataset& data, int64_t batch_size) = 0;
   virtual void set_training(bool /*on*/) {}
@@ -95,10 +100,17 @@ class TrainingInterrupted : public std::runtime_error {
 
 struct LoopSettings {
   int epochs = 10;
-  int64_t batch_size = 256;
+  int64_t batch_size = 256;  // of one micro-batch: an update trains on batch_size * accumulate
   uint64_t seed = 0;  // shuffling
-  float lr = 0.2f;    // for the divergence advice
+  float lr = 0.2f;    // the base learning rate of the schedule (and the divergence advice's)
   std::string model;  // recorded in checkpoints; resuming checks it
+  // The learning rate of every update: schedule(global step) from lr, scaled by the
+  // examples of one update (optim/lr_schedule.h). Recorded in checkpoints; resuming checks it.
+  optim::LrSchedule schedule;
+  optim::LrScaling lr_scaling = optim::LrScaling::none;
+  // Micro-batches per update (gradient accumulation); an epoch's last update may have fewer.
+  // A step (global_step, checkpoint_every) is one update.
+  int accumulate = 1;
 };
 
 struct LoopResult {
