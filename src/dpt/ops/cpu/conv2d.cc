@@ -2,6 +2,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "dpt/core/cpu_features.h"
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
@@ -19,14 +20,15 @@ using dnnl::convolution_forward;
 // where the activations are channels-last (AVX-512), in fp32 also under --precision bf16
 // (see ops/precision.h).
 bool runs_single_channel_kernel(const Shape& x, const Shape& weight, ConvGeometry g) {
-  return single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc;
+  return cpu_has_avx512f() && single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc;
 }
 
 // Our backward-data kernel (scatter_backward_data.cc) replaces oneDNN's where it fits and
 // the activations are channels-last, in fp32 (under --precision bf16 oneDNN's bf16 kernel
 // does half the work).
 bool runs_scatter_backward_data(const Shape& x, const Shape& weight, ConvGeometry g) {
-  return scatter_backward_data_fits(x, weight, g) && conv_activation_tag(x[1], weight[0]) == tag::nhwc &&
+  return cpu_has_avx512f() && scatter_backward_data_fits(x, weight, g) &&
+         conv_activation_tag(x[1], weight[0]) == tag::nhwc &&
          conv_precision() == ConvPrecision::fp32;
 }
 
@@ -78,7 +80,8 @@ struct ConvForward {
 const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
                                      ConvGeometry g, bool fuse_relu = false) {
   const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding, fuse_relu,
-                                    static_cast<int>(conv_precision()));
+                                    static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x[1], out[1])));
   return cached<ConvForward>(key, [&] {
     const PlainDescs d = any_descs(x, weight, out, Pass::forward);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
@@ -136,7 +139,8 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
     convolution_backward_data primitive;
   };
   const std::string key = cache_key("conv_bwd_data", x_shape, weight.shape(), grad_out.shape(), g.stride, g.padding,
-                                    static_cast<int>(conv_precision()));
+                                    static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x_shape[1], weight.dim(0))));
   auto& prim = cached<Primitive>(key, [&] {
     const PlainDescs d = any_descs(x_shape, weight.shape(), grad_out.shape(), Pass::backward_data);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
@@ -193,7 +197,8 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
   const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
   if (grad_bias.defined()) bias_gradient(grad_out, grad_bias);
   const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), g.stride,
-                                    g.padding, static_cast<int>(conv_precision()));
+                                    g.padding, static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x.dim(1), grad_weight.dim(0))));
   auto& prim = cached<Primitive>(key, [&] {
     const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape(), Pass::backward_weights);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
