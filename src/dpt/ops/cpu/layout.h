@@ -73,6 +73,11 @@ Tensor copy_in_layout(const Tensor& tensor, dnnl::memory::format_tag layout);
 // count what a step converts.
 int64_t reorder_count();
 
+// Whether add() and accumulate() (residual connections, a gradient summed from two paths)
+// keep an activation in the backend layout it arrived in (true, the default) or read their
+// operands plain as before 2026-12-04 (false): for benchmarks that compare both in one run.
+void set_keep_activation_layouts(bool on);
+
 // True when `desc` is the channels-last (nhwc) layout of its own dims.
 bool is_channels_last(const dnnl::memory::desc& desc);
 
