@@ -26,6 +26,7 @@
 #include "dpt/nn/init.h"
 #include "dpt/nn/layers.h"
 #include "dpt/nn/models.h"
+#include "dpt/parallel/data_parallel.h"
 #include "test_support.h"
 
 using dpt::Tensor;
@@ -110,6 +111,27 @@ TEST(FoldBatchNorm, AConvolutionWithoutBiasGetsOne) {
   ASSERT_EQ(a.size(), b.size());
   // One convolution of 27 terms of O(1) and a BatchNorm: a few float roundings.
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "element " << i;
+}
+
+// DataParallel evaluates folded copies in eval mode: the same predictions as the
+// unfolded replicas (the counts are equal unless a logit pair sits within float rounding of
+// a tie), and the replicas themselves are untouched.
+TEST(FoldBatchNorm, DataParallelEvaluationCountsTheSameWithAndWithoutFolding) {
+  std::unique_ptr<nn::Module> net = trained_ish_resnet18();
+  dpt::data::Dataset data;
+  dpt::Rng rng(8);
+  for (int64_t i = 0; i < 12; ++i) {
+    for (int64_t p = 0; p < 28 * 28; ++p) data.pixels.push_back(static_cast<uint8_t>(rng() % 256));
+    data.labels.push_back(static_cast<int64_t>(rng() % 10));
+  }
+  dpt::parallel::DataParallel dp(std::move(net), {dpt::Device::cpu(0), dpt::Device::cpu(1)}, "ring", 2);
+  const std::vector<float> before = dp.replica(1).parameters()[0].to_vector();
+  dp.eval();
+  const int64_t folded = dp.count_correct(data, 6);
+  dp.set_fold_batch_norm(false);
+  const int64_t unfolded = dp.count_correct(data, 6);
+  EXPECT_EQ(folded, unfolded);
+  EXPECT_EQ(dp.replica(1).parameters()[0].to_vector(), before);
 }
 
 }  // namespace

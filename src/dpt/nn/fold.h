@@ -15,7 +15,7 @@ namespace dpt::nn {
 // (in a Sequential, and conv1/bn1, conv2/bn2 of a Residual) folded into it; `module` is
 // unchanged. The copy is for evaluation only: its folded BatchNorms throw in training mode.
 // It equals `module`'s evaluation up to the rounding of the folded weights (one rounding of
-// W s per weight; nn_test bounds the difference on ResNet-18).
+// W s per weight; nn_fold_test bounds the difference on ResNet-18).
 std::unique_ptr<Module> fold_batch_norm(const Module& module);
 
 }  // namespace dpt::nn

@@ -43,8 +43,12 @@ class DataParallel {
   StepResult forward_backward(const data::Batch& batch);
 
   // Predictions right over `data`, each batch split across the devices as above (in a
-  // multi-process job across the processes, and the counts summed).
+  // multi-process job across the processes, and the counts summed). In eval mode, on CPU
+  // devices, each replica evaluates a copy with its BatchNorms folded into the convolutions
+  // before them (nn/fold.h: equal up to float rounding, one pass over the activations less
+  // per BatchNorm; ResNet-18 evaluates about 1.1x faster), unless set_fold_batch_norm(false).
   int64_t count_correct(const data::Dataset& data, int64_t batch_size);
+  void set_fold_batch_norm(bool on) { fold_batch_norm_ = on; }
 
   // One parameter list per replica, in the same order: what optim::SGD steps.
   std::vector<std::vector<Tensor>> replica_parameters() const;
@@ -60,6 +64,7 @@ class DataParallel {
   void eval() { train(false); }
 
  private:
+  bool fold_batch_norm_ = true;
   StepResult step(const std::vector<Shard>& shards, int64_t global_batch);
 
   std::vector<std::unique_ptr<nn::Module>> modules_;  // one replica per device
