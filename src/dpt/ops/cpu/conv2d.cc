@@ -60,11 +60,20 @@ PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out, Pass
           desc(out, pass == Pass::forward ? type::f32 : low, activations)};
 }
 
-// The bias gradient: the per-channel sums of `grad` [N, C, H, W], always summed
-// channels-last (a gradient in another layout is reordered first), so its bits do not
+// The bias gradient: the per-channel sums of `grad` [N, C, H, W], always summed in the
+// order of channels-last (a gradient in a layout other than that or a channel block is
+// reordered first), so its bits do not
 // depend on the layout the gradient arrived in: conv2d_relu's bias gradient equals that of
 // relu(conv2d(...)) exactly. See channel_sums.cc for why this is not oneDNN's.
 void bias_gradient(const Tensor& grad, const Tensor& sums) {
+  // A gradient in the convolutions' channel block is summed in it (the same bits): no
+  // reorder of an activation-sized tensor per convolution and step.
+  const tag layout = activation_layout_of(grad);
+  if (layout == tag::nChw8c || layout == tag::nChw16c) {
+    sum_channels_blocked(static_cast<const float*>(grad.storage().raw_data()), grad.dim(0), grad.dim(2) * grad.dim(3),
+                         grad.dim(1), layout == tag::nChw8c ? 8 : 16, sums.data<float>());
+    return;
+  }
   Tensor scratch;
   sum_channels_last(channels_last_data(grad, scratch), grad.dim(0) * grad.dim(2) * grad.dim(3), grad.dim(1),
                     sums.data<float>());
