@@ -55,10 +55,14 @@ def main():
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="CPU threads for torch (torch.set_num_threads; 0: torch's default, 1 on some machines)")
     ap.add_argument("--train-limit", type=int, default=0, help="train on the first N images only (0: all)")
     ap.add_argument("--test-limit", type=int, default=0, help="evaluate on the first N images only (0: all)")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     X_train, y_train = (t.to(device) for t in load_split(args.data, "train"))
     X_test, y_test = (t.to(device) for t in load_split(args.data, "t10k"))
@@ -69,7 +73,8 @@ def main():
     net = resnet18().to(device)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr)
     n = X_train.shape[0]
-    print(f"pytorch {torch.__version__}, ResNet-18 on {device}, batch {args.batch_size}, lr {args.lr}", flush=True)
+    print(f"pytorch {torch.__version__}, ResNet-18 on {device}, batch {args.batch_size}, lr {args.lr}, "
+          f"{torch.get_num_threads()} threads", flush=True)
     train_secs, eval_secs, acc = [], [], 0.0
     for epoch in range(args.epochs):
         net.train()
@@ -93,6 +98,8 @@ def main():
         acc = correct / X_test.shape[0]
         print(f"epoch {epoch + 1}: test acc {acc:.4f}, train {train_secs[-1]:.2f} s, eval {eval_secs[-1]:.2f} s",
               flush=True)
+    print(f"epoch secs: {' '.join(f'{t:.3f}' for t in train_secs)}")
+    print(f"eval secs: {' '.join(f'{t:.3f}' for t in eval_secs)}")
     print(f"sec/epoch: {sum(train_secs) / len(train_secs):.3f}")
     print(f"eval sec: {sum(eval_secs) / len(eval_secs):.3f}")
     print(f"test acc: {acc:.4f}")

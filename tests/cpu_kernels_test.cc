@@ -38,6 +38,30 @@ TEST_P(SumChannelsLast, EqualsTheSumOfEveryPixelsChannel) {
     EXPECT_EQ(sums[static_cast<size_t>(c)], static_cast<float>(expected[static_cast<size_t>(c)])) << "channel " << c;
 }
 
+// A gradient in a channel block (nChw8c, nChw16c: [images, blocks, pixels, block], the
+// last block padded) sums to the same bits as the same values channels-last, so the bias
+// gradient does not depend on the layout it arrived in.
+TEST(SumChannelsBlocked, EqualsTheChannelsLastSumsBitForBit) {
+  const int64_t images = 3, pixels = 29;
+  for (const int64_t block : {8, 16}) {
+    for (const int64_t channels : {5, 8, 20, 64}) {
+      const int64_t blocks = (channels + block - 1) / block;
+      std::vector<float> channels_last(static_cast<size_t>(images * pixels * channels));
+      std::vector<float> blocked(static_cast<size_t>(images * blocks * pixels * block), 0.0f);
+      for (size_t i = 0; i < channels_last.size(); ++i) channels_last[i] = 0.37f * static_cast<float>(i % 97) - 11.3f;
+      for (int64_t n = 0; n < images; ++n)
+        for (int64_t p = 0; p < pixels; ++p)
+          for (int64_t c = 0; c < channels; ++c)
+            blocked[static_cast<size_t>(((n * blocks + c / block) * pixels + p) * block + c % block)] =
+                channels_last[static_cast<size_t>((n * pixels + p) * channels + c)];
+      std::vector<float> a(static_cast<size_t>(channels)), b(static_cast<size_t>(channels));
+      ops::cpu::sum_channels_last(channels_last.data(), images * pixels, channels, a.data());
+      ops::cpu::sum_channels_blocked(blocked.data(), images, pixels, channels, block, b.data());
+      EXPECT_EQ(a, b) << "block " << block << ", " << channels << " channels";
+    }
+  }
+}
+
 // Pixels of zeros change no bit of the sums, wherever they sit: conv2d_relu_avg_pool2d
 // relies on it when it skips the outputs its pooling drops (their gradients are 0). The
 // values here are not integers, so a sum that grouped them differently once zeros moved

@@ -16,6 +16,7 @@
 
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
+#include "dpt/ops/cpu/layout.h"
 #include "dpt/ops/ops.h"
 #include "test_support.h"
 
@@ -79,9 +80,11 @@ TEST(Conv2dForward, MatchesNaiveLoops) {
       {{1, 3, 4, 9}, {2, 3, 2, 4}, 1, 2, true},   // non-square kernel, padding 2
       {{3, 1, 8, 8}, {5, 1, 5, 5}, 3, 0, false},  // stride 3
       {{2, 4, 3, 3}, {6, 4, 1, 1}, 1, 0, true},   // 1x1
-      // The backend's two activation layouts on AVX-512: channels-last above (2-4 input
-      // channels), the 16-channel block here (a full block of input channels).
-      {{2, 16, 5, 5}, {20, 16, 3, 3}, 1, 1, true},
+      // Under the backend's rule (layout.cc) on AVX-512 the cases above run channels-last
+      // (a channel count that leaves a 16-channel block partly empty), this one in the
+      // 16-channel block (both counts fill it); on AVX2 all in oneDNN's 8-channel block. The
+      // loop below also forces every layout, and ops_layout_sweep_test checks ResNet-18's shapes.
+      {{2, 16, 5, 5}, {32, 16, 3, 3}, 1, 1, true},
       // One input channel, stride 1, no padding, <= 32 output channels: on AVX-512 the
       // backend's own kernel (single_channel_conv.cc), LeNet's conv1 first; channel counts
       // in one register (5), in two (20, 31), and a 5x5 kernel on a non-square image.
@@ -89,18 +92,27 @@ TEST(Conv2dForward, MatchesNaiveLoops) {
       {{2, 1, 7, 9}, {5, 1, 3, 3}, 1, 0, false},
       {{2, 1, 9, 8}, {31, 1, 5, 5}, 1, 0, true},
   };
-  uint64_t seed = 1;
-  for (const ConvCase& c : cases) {
-    SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w) + " stride " + std::to_string(c.stride) +
-                 " pad " + std::to_string(c.pad) + (c.bias ? " bias" : " no bias"));
-    const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
-    const Tensor b = c.bias ? random_tensor({c.w[0]}, seed++) : Tensor();
-    const Tensor y = ops::conv2d(x, w, b, c.stride, c.pad);
-    const Shape expected_shape{c.x[0], c.w[0], (c.x[2] + 2 * c.pad - c.w[2]) / c.stride + 1,
-                               (c.x[3] + 2 * c.pad - c.w[3]) / c.stride + 1};
-    ASSERT_EQ(y.shape(), expected_shape);
-    expect_values_near(y, naive_conv2d(x, w, b, c.stride, c.pad));
+  using tag = dnnl::memory::format_tag;
+  for (const tag layout : {tag::undef, tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+    ops::cpu::force_activation_layout(layout);  // undef: the backend's rule
+    uint64_t seed = 1;
+    for (const ConvCase& c : cases) {
+      SCOPED_TRACE("x " + dpt::shape_str(c.x) + " w " + dpt::shape_str(c.w) + " stride " + std::to_string(c.stride) +
+                   " pad " + std::to_string(c.pad) + (c.bias ? " bias" : " no bias") + " forced layout " +
+                   std::to_string(static_cast<int>(layout)));
+      const Tensor x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
+      const Tensor b = c.bias ? random_tensor({c.w[0]}, seed++) : Tensor();
+      const Tensor y = ops::conv2d(x, w, b, c.stride, c.pad);
+      if (layout != tag::undef) {
+        EXPECT_EQ(ops::cpu::activation_layout_of(y), layout);
+      }
+      const Shape expected_shape{c.x[0], c.w[0], (c.x[2] + 2 * c.pad - c.w[2]) / c.stride + 1,
+                                 (c.x[3] + 2 * c.pad - c.w[3]) / c.stride + 1};
+      ASSERT_EQ(y.shape(), expected_shape);
+      expect_values_near(y, naive_conv2d(x, w, b, c.stride, c.pad));
+    }
   }
+  ops::cpu::force_activation_layout(dnnl::memory::format_tag::undef);
 }
 
 TEST(Conv2dForward, HandComputedWithPadding) {
@@ -458,16 +470,18 @@ TEST(BatchNormForward, EvalAfterTrainingUsesTheUpdatedStats) {
   expect_values_near(y, {-1.5 / s, -0.5 / s, 0.5 / s, 1.5 / s});
 }
 
-TEST(BatchNormForward, BlockedConvOutputGivesTheSameResultAsPlain) {
-  // conv2d leaves its output in oneDNN's blocked layout; batch norm must read it as is (and
-  // keep the layout for the next kernel) and agree with the same values given plain.
+TEST(BatchNormForward, ConvOutputInItsLayoutGivesTheSameResultAsPlain) {
+  // conv2d leaves its output in its own layout (3 -> 5 channels: channels-last on AVX-512,
+  // oneDNN's 8-channel block on AVX2; ops_layout_sweep_test forces each); batch norm must
+  // read it as is (and keep the layout for the next kernel) and agree with the same values
+  // given plain.
   const Tensor gamma = random_tensor({5}, 212), beta = random_tensor({5}, 213);
   for (const bool training : {true, false}) {
     Tensor rm_a = Tensor::zeros({5}), rv_a = Tensor::full({5}, 1.0f);
     Tensor rm_b = Tensor::zeros({5}), rv_b = Tensor::full({5}, 1.0f);
     const Tensor blocked_in =
         ops::conv2d(random_tensor({2, 3, 6, 6}, 210), random_tensor({5, 3, 3, 3}, 211), Tensor(), 1, 1);
-    ASSERT_NE(blocked_in.storage().layout(), nullptr) << "conv2d no longer leaves a blocked layout";
+    ASSERT_NE(blocked_in.storage().layout(), nullptr) << "conv2d no longer leaves its own layout";
     const Tensor y_blocked = ops::batch_norm2d(blocked_in, gamma, beta, rm_a, rv_a, training);
     EXPECT_NE(y_blocked.storage().layout(), nullptr) << "batch norm reordered its output to plain";
     const Tensor plain_in = blocked_in.clone();  // converts to plain

@@ -1,5 +1,8 @@
 #include "dpt/nn/layers.h"
 
+#include <cmath>
+#include <stdexcept>
+
 #include "dpt/core/random.h"
 #include "dpt/ops/ops.h"
 
@@ -29,6 +32,36 @@ Tensor Conv2d::forward_relu_avg_pool(const Tensor& x, int pool) {
   return ops::conv2d_relu_avg_pool2d(x, param(0), has_bias_ ? param(1) : Tensor(), pool, stride_, padding_);
 }
 
+void Conv2d::fold(BatchNorm2d& bn) {
+  if (bn.folded()) throw std::logic_error("Conv2d::fold: that BatchNorm2d is folded already");
+  const std::vector<Tensor> bn_params = bn.parameters(), bn_buffers = bn.buffers();
+  const Tensor weight = param(0);  // a handle: registering a bias below may move param(0)
+  const int64_t out_channels = weight.dim(0), per_channel = weight.numel() / out_channels;
+  if (bn_params[0].numel() != out_channels)
+    throw std::invalid_argument("Conv2d::fold: the BatchNorm2d has another channel count");
+  if (!has_bias_) {
+    register_parameter("bias", Tensor::zeros({out_channels}));
+    has_bias_ = true;
+  }
+  // Read host copies and write back (a module on a GPU folds as well; the fold runs once).
+  std::vector<float> w = weight.to_vector(), b = param(1).to_vector();
+  const std::vector<float> gamma = bn_params[0].to_vector(), beta = bn_params[1].to_vector();
+  const std::vector<float> mean = bn_buffers[0].to_vector(), var = bn_buffers[1].to_vector();
+  for (int64_t o = 0; o < out_channels; ++o) {
+    const size_t c = static_cast<size_t>(o);
+    // bn(z) = gamma (z - mean) / sqrt(var + eps) + beta, in double, rounded once.
+    const double scale = static_cast<double>(gamma[c]) / std::sqrt(static_cast<double>(var[c]) + bn.eps());
+    for (int64_t k = 0; k < per_channel; ++k) {
+      float& v = w[static_cast<size_t>(o * per_channel + k)];
+      v = static_cast<float>(static_cast<double>(v) * scale);
+    }
+    b[c] = static_cast<float>((static_cast<double>(b[c]) - mean[c]) * scale + beta[c]);
+  }
+  weight.copy_from(Tensor::from_vector(w, weight.shape()));
+  param(1).copy_from(Tensor::from_vector(b, {out_channels}));
+  bn.set_folded();
+}
+
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias) : has_bias_(bias) {
   register_parameter("weight", lesson_weight({out_features, in_features}));
   if (bias) register_parameter("bias", Tensor::zeros({out_features}));
@@ -44,6 +77,10 @@ BatchNorm2d::BatchNorm2d(int64_t channels, float momentum, float eps) : momentum
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x) {
+  if (folded_) {
+    if (is_training()) throw std::logic_error("a BatchNorm2d folded into its convolution is for evaluation only");
+    return x;
+  }
   if (sync_ && is_training()) return ops::sync_batch_norm2d(x, param(0), param(1), buffer(0), buffer(1), *sync_, momentum_, eps_);
   return ops::batch_norm2d(x, param(0), param(1), buffer(0), buffer(1), is_training(), momentum_, eps_);
 }
@@ -79,6 +116,15 @@ Tensor Sequential::forward(const Tensor& x) {
   return h;
 }
 
+void Sequential::fold_batch_norms() {
+  for (size_t i = 0; i + 1 < num_children(); ++i) {
+    auto* conv = dynamic_cast<Conv2d*>(&child(i));
+    auto* bn = dynamic_cast<BatchNorm2d*>(&child(i + 1));
+    if (conv && bn && !bn->folded()) conv->fold(*bn);
+  }
+  Module::fold_batch_norms();
+}
+
 Residual::Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv, int stride)
     : use_1x1conv_(use_1x1conv) {
   register_module("conv1", std::make_unique<Conv2d>(in_channels, out_channels, 3, stride, 1));
@@ -93,6 +139,14 @@ Tensor Residual::forward(const Tensor& x) {
   y = child(3).forward(child(2).forward(y));
   const Tensor shortcut = use_1x1conv_ ? child(4).forward(x) : x;
   return ops::relu(ops::add(y, shortcut));
+}
+
+void Residual::fold_batch_norms() {
+  for (size_t i : {0, 2}) {
+    auto& bn = dynamic_cast<BatchNorm2d&>(child(i + 1));
+    if (!bn.folded()) dynamic_cast<Conv2d&>(child(i)).fold(bn);
+  }
+  Module::fold_batch_norms();
 }
 
 }  // namespace dpt::nn

@@ -11,6 +11,8 @@
 namespace dpt::nn {
 
 // Weights start N(0, 0.01^2) as in the lesson (see init.h for the alternatives); biases 0.
+class BatchNorm2d;
+
 class Conv2d : public Cloneable<Conv2d> {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
@@ -20,6 +22,9 @@ class Conv2d : public Cloneable<Conv2d> {
   int stride() const { return stride_; }
   int padding() const { return padding_; }
   bool has_bias() const { return has_bias_; }
+  // Folds `bn`, which follows this convolution, into its weights and bias (adding a bias if
+  // it has none): conv'(x) = bn(conv(x)) with bn's running statistics. Then bn.set_folded().
+  void fold(BatchNorm2d& bn);
 
  private:
   int stride_, padding_;
@@ -44,10 +49,15 @@ class BatchNorm2d : public Cloneable<BatchNorm2d> {
   Tensor forward(const Tensor& x) override;
   float eps() const { return eps_; }
   void synchronize_batch_norm(std::shared_ptr<const ops::ReplicaSum> sum) override { sync_ = std::move(sum); }
+  // Folded into the convolution before it (Conv2d::fold): the identity, in eval mode only
+  // (a folded BatchNorm in training mode throws std::logic_error).
+  void set_folded() { folded_ = true; }
+  bool folded() const { return folded_; }
 
  private:
   float momentum_, eps_;
   std::shared_ptr<const ops::ReplicaSum> sync_;  // set: the global batch's statistics in training
+  bool folded_ = false;
 };
 
 class ReLU : public Cloneable<ReLU> {
@@ -99,6 +109,7 @@ class Sequential : public Cloneable<Sequential> {
   // Runs the layers in order; a Conv2d followed by a ReLU and an AvgPool2d whose window
   // equals its step runs as one op (see Conv2d::forward_relu_avg_pool).
   Tensor forward(const Tensor& x) override;
+  void fold_batch_norms() override;
 };
 
 // The ResNet residual block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where
@@ -108,6 +119,7 @@ class Residual : public Cloneable<Residual> {
   Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv = false, int stride = 1);
   Tensor forward(const Tensor& x) override;
   bool use_1x1conv() const { return use_1x1conv_; }
+  void fold_batch_norms() override;
 
  private:
   bool use_1x1conv_;

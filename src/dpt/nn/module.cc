@@ -71,6 +71,10 @@ std::vector<Tensor> Module::buffers() const {
   return out;
 }
 
+void Module::fold_batch_norms() {
+  for (auto& [name, c] : children_) c->fold_batch_norms();
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, c] : children_) c->train(on);

@@ -51,6 +51,11 @@ class Module {
   bool is_training() const { return training_; }
   void zero_grad() const;
 
+  // Eval only (see nn/fold.h): folds every BatchNorm2d that directly follows a Conv2d into
+  // that convolution's weights and bias, in place, and makes the BatchNorm the identity.
+  // Here: recurses into the children; Sequential and Residual fold their own pairs.
+  virtual void fold_batch_norms();
+
  protected:
   Module() = default;
   Module(const Module& other);  // deep copy, for clone()

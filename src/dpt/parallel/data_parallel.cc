@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "dpt/nn/fold.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::parallel {
@@ -72,7 +73,16 @@ std::vector<int64_t> DataParallel::confusion_matrix(const data::Dataset& data, i
 }
 
 int64_t DataParallel::count_correct(const data::Dataset& data, int64_t batch_size) {
-  return group_->count_correct(data, batch_size, [&](int device, const Tensor& X) { return (*modules_[device])(X); });
+  // Folded copies for this evaluation only (the weights change with every step): about 0.1 s
+  // per ResNet-18 replica, against 1.8 s per evaluated batch of 64 on the 2-core machine.
+  std::vector<std::unique_ptr<nn::Module>> folded;
+  bool fold = fold_batch_norm_ && !modules_[0]->is_training() && !modules_[0]->buffers().empty();
+  for (const Device& d : group_->devices()) fold = fold && d.kind == Device::Kind::cpu;
+  if (fold) {
+    for (const auto& m : modules_) folded.push_back(nn::fold_batch_norm(*m));
+  }
+  const auto& models = fold ? folded : modules_;
+  return group_->count_correct(data, batch_size, [&](int device, const Tensor& X) { return (*models[device])(X); });
 }
 
 std::vector<std::vector<Tensor>> DataParallel::replica_parameters() const {

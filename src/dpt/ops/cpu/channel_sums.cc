@@ -36,4 +36,19 @@ void sum_channels_last(const float* data, int64_t pixels, int64_t channels, floa
   for (int64_t c = 0; c < channels; ++c) sums[c] = static_cast<float>(totals[static_cast<size_t>(c)]);
 }
 
+void sum_channels_blocked(const float* data, int64_t images, int64_t pixels, int64_t channels, int64_t block,
+                          float* sums) {
+  const int64_t blocks = (channels + block - 1) / block;
+  std::vector<double> totals(static_cast<size_t>(blocks * block), 0.0);
+  // Image by image, block by block: each channel still adds its pixels in the order
+  // (image, row, column) that sum_channels_last adds them in, so the sums are the same bits.
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t b = 0; b < blocks; ++b, data += pixels * block) {
+      double* t = totals.data() + b * block;
+      cpu_has_avx512f() ? add_pixels_avx512(data, pixels, block, t) : add_pixels_portable(data, pixels, block, t);
+    }
+  }
+  for (int64_t c = 0; c < channels; ++c) sums[c] = static_cast<float>(totals[static_cast<size_t>(c)]);
+}
+
 }  // namespace dpt::ops::cpu

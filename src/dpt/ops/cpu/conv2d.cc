@@ -2,6 +2,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "dpt/core/cpu_features.h"
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
@@ -19,14 +20,15 @@ using dnnl::convolution_forward;
 // where the activations are channels-last (AVX-512), in fp32 also under --precision bf16
 // (see ops/precision.h).
 bool runs_single_channel_kernel(const Shape& x, const Shape& weight, ConvGeometry g) {
-  return single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc;
+  return cpu_has_avx512f() && single_channel_conv_fits(x, weight, g) && conv_activation_tag(1, weight[0]) == tag::nhwc;
 }
 
 // Our backward-data kernel (scatter_backward_data.cc) replaces oneDNN's where it fits and
 // the activations are channels-last, in fp32 (under --precision bf16 oneDNN's bf16 kernel
 // does half the work).
 bool runs_scatter_backward_data(const Shape& x, const Shape& weight, ConvGeometry g) {
-  return scatter_backward_data_fits(x, weight, g) && conv_activation_tag(x[1], weight[0]) == tag::nhwc &&
+  return cpu_has_avx512f() && scatter_backward_data_fits(x, weight, g) &&
+         conv_activation_tag(x[1], weight[0]) == tag::nhwc &&
          conv_precision() == ConvPrecision::fp32;
 }
 
@@ -58,11 +60,20 @@ PlainDescs any_descs(const Shape& x, const Shape& weight, const Shape& out, Pass
           desc(out, pass == Pass::forward ? type::f32 : low, activations)};
 }
 
-// The bias gradient: the per-channel sums of `grad` [N, C, H, W], always summed
-// channels-last (a gradient in another layout is reordered first), so its bits do not
+// The bias gradient: the per-channel sums of `grad` [N, C, H, W], always summed in the
+// order of channels-last (a gradient in a layout other than that or a channel block is
+// reordered first), so its bits do not
 // depend on the layout the gradient arrived in: conv2d_relu's bias gradient equals that of
 // relu(conv2d(...)) exactly. See channel_sums.cc for why this is not oneDNN's.
 void bias_gradient(const Tensor& grad, const Tensor& sums) {
+  // A gradient in the convolutions' channel block is summed in it (the same bits): no
+  // reorder of an activation-sized tensor per convolution and step.
+  const tag layout = activation_layout_of(grad);
+  if (layout == tag::nChw8c || layout == tag::nChw16c) {
+    sum_channels_blocked(static_cast<const float*>(grad.storage().raw_data()), grad.dim(0), grad.dim(2) * grad.dim(3),
+                         grad.dim(1), layout == tag::nChw8c ? 8 : 16, sums.data<float>());
+    return;
+  }
   Tensor scratch;
   sum_channels_last(channels_last_data(grad, scratch), grad.dim(0) * grad.dim(2) * grad.dim(3), grad.dim(1),
                     sums.data<float>());
@@ -78,7 +89,8 @@ struct ConvForward {
 const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
                                      ConvGeometry g, bool fuse_relu = false) {
   const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding, fuse_relu,
-                                    static_cast<int>(conv_precision()));
+                                    static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x[1], out[1])));
   return cached<ConvForward>(key, [&] {
     const PlainDescs d = any_descs(x, weight, out, Pass::forward);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
@@ -136,7 +148,8 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
     convolution_backward_data primitive;
   };
   const std::string key = cache_key("conv_bwd_data", x_shape, weight.shape(), grad_out.shape(), g.stride, g.padding,
-                                    static_cast<int>(conv_precision()));
+                                    static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x_shape[1], weight.dim(0))));
   auto& prim = cached<Primitive>(key, [&] {
     const PlainDescs d = any_descs(x_shape, weight.shape(), grad_out.shape(), Pass::backward_data);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
@@ -193,7 +206,8 @@ void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tens
   const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
   if (grad_bias.defined()) bias_gradient(grad_out, grad_bias);
   const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), g.stride,
-                                    g.padding, static_cast<int>(conv_precision()));
+                                    g.padding, static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x.dim(1), grad_weight.dim(0))));
   auto& prim = cached<Primitive>(key, [&] {
     const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape(), Pass::backward_weights);
     const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};

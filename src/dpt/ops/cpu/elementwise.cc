@@ -1,12 +1,54 @@
 // The CPU backend's elementwise kernels: plain loops, which the compiler vectorizes; none
 // of them is large enough in LeNet or ResNet-18 to be worth a oneDNN primitive.
+#include <atomic>
 #include <cstring>
 
+#include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/cpu/layout.h"
 
 namespace dpt::ops::cpu {
 
+namespace {
+std::atomic<bool> keep_layouts{true};
+
+// The backend layout of a 4-D activation that a kernel left in one (not plain), or null.
+bool in_backend_layout(const Tensor& t, dnnl::memory::desc& layout) {
+  if (t.ndim() != 4 || t.storage().layout() == nullptr) return false;
+  const dnnl::memory::desc plain = plain_desc(t.shape(), dnnl::memory::format_tag::nchw);
+  layout = current_layout(t, plain);
+  return layout != plain;
+}
+}  // namespace
+
+void set_keep_activation_layouts(bool on) { keep_layouts.store(on); }
+
+// Residual connections add two activations, and backward sums the gradients of a tensor
+// read twice (a block's input feeds its first convolution and its shortcut). When one of
+// them is in a backend layout (the convolutions' block), the sum is taken in that layout,
+// element by element over the storage (blocked padding adds zeros to zeros), and stays in
+// it: the next convolution, BatchNorm, ReLU or pooling reads it as is. The other operand
+// is reordered into that layout only when it is in another one. Plain operands: plain.
 Tensor add(const Tensor& a, const Tensor& b) {
+  dnnl::memory::desc layout;
+  if (keep_layouts.load(std::memory_order_relaxed)) {
+    const bool a_laid_out = in_backend_layout(a, layout);
+    if (a_laid_out || in_backend_layout(b, layout)) {
+      const Tensor& lead = a_laid_out ? a : b;  // a + b == b + a, bit for bit
+      const Tensor& other = a_laid_out ? b : a;
+      const dnnl::memory::desc plain = plain_desc(a.shape(), dnnl::memory::format_tag::nchw);
+      Tensor scratch;
+      const dnnl::memory other_memory = input_in_layout(other, plain, layout, scratch);
+      stream().wait();
+      const LaidOutTensor out = output_in_layout(a.shape(), plain, layout);
+      const float* pa = static_cast<const float*>(lead.storage().raw_data());
+      const float* pb = static_cast<const float*>(other_memory.get_data_handle());
+      float* po = static_cast<float*>(out.memory.get_data_handle());
+      const int64_t n = static_cast<int64_t>(layout.get_size() / sizeof(float));
+      for (int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
+      return out.tensor;
+    }
+  }
   Tensor out = Tensor::empty(a.shape(), DType::f32, a.device());
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
@@ -17,6 +59,26 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 void accumulate(const Tensor& into, const Tensor& from) {
+  dnnl::memory::desc layout;
+  if (keep_layouts.load(std::memory_order_relaxed) && (into.ndim() == 4 || from.ndim() == 4)) {
+    const Shape& shape = into.ndim() == 4 ? into.shape() : from.shape();
+    const dnnl::memory::desc plain = plain_desc(shape, dnnl::memory::format_tag::nchw);
+    const bool into_laid_out = into.shape() == shape && in_backend_layout(into, layout);
+    dnnl::memory::desc from_layout;
+    if (into_laid_out || (from.shape() == shape && in_backend_layout(from, from_layout))) {
+      // Into's storage keeps its layout (plain, or its backend layout); `from` is read in
+      // it, reordered into a scratch copy when it differs (never converted in place).
+      const dnnl::memory::desc target = into_laid_out ? layout : plain;
+      Tensor scratch;
+      const dnnl::memory from_memory = input_in_layout(from.with_shape(shape), plain, target, scratch);
+      stream().wait();
+      float* o = static_cast<float*>(into_laid_out ? into.storage().raw_data() : into.data<float>());
+      const float* i = static_cast<const float*>(from_memory.get_data_handle());
+      const int64_t n = static_cast<int64_t>(target.get_size() / sizeof(float));
+      for (int64_t k = 0; k < n; ++k) o[k] += i[k];
+      return;
+    }
+  }
   float* o = into.data<float>();
   const float* i = from.data<float>();
   const int64_t n = into.numel();

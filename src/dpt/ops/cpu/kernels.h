@@ -95,6 +95,10 @@ void scatter_backward_data(const float* grad_out_channels_last, const Shape& gra
 
 // Per-channel sums of a channels-last [pixels, channels] array (channel_sums.cc).
 void sum_channels_last(const float* data, int64_t pixels, int64_t channels, float* sums);
+// The same sums, bit for bit, of a blocked [images, ceil(channels / block), pixels, block]
+// array (nChw8c, nChw16c; the padding channels are ignored).
+void sum_channels_blocked(const float* data, int64_t images, int64_t pixels, int64_t channels, int64_t block,
+                          float* sums);
 
 // Plain loops (elementwise.cc, loss.cc); see ops::Backend for what each does.
 void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,

@@ -1,5 +1,7 @@
 #include "dpt/ops/cpu/layout.h"
 
+#include <atomic>
+#include <stdexcept>
 #include <string>
 
 #include "dpt/ops/cpu/dnnl_context.h"
@@ -13,7 +15,14 @@ std::string layout_key(const dnnl::memory::desc& desc) {
 
 namespace {
 
+std::atomic<int64_t> reorders{0};
+// force_activation_layout's tag; undef: the rule in conv_activation_tag.
+std::atomic<int> forced_layout{static_cast<int>(dnnl::memory::format_tag::undef)};
+
+dnnl::memory::format_tag forced() { return static_cast<dnnl::memory::format_tag>(forced_layout.load()); }
+
 void reorder(const dnnl::memory& from, const dnnl::memory& to) {
+  reorders.fetch_add(1, std::memory_order_relaxed);
   const std::string key = "reorder|" + layout_key(from.get_desc()) + "|" + layout_key(to.get_desc());
   auto& primitive = cached<dnnl::reorder>(key, [&] { return dnnl::reorder(from, to); });
   primitive.execute(stream(), const_cast<dnnl::memory&>(from), const_cast<dnnl::memory&>(to));
@@ -91,7 +100,39 @@ bool has_avx512() {
 }
 }  // namespace
 
+int64_t reorder_count() { return reorders.load(std::memory_order_relaxed); }
+
+void force_activation_layout(dnnl::memory::format_tag layout) {
+  using tag = dnnl::memory::format_tag;
+  if (layout != tag::undef && layout != tag::nchw && layout != tag::nhwc && layout != tag::nChw8c &&
+      layout != tag::nChw16c)
+    throw std::invalid_argument("force_activation_layout: not an activation layout");
+  forced_layout.store(static_cast<int>(layout));
+}
+
+dnnl::memory::format_tag activation_layout_of(const Tensor& tensor) {
+  using tag = dnnl::memory::format_tag;
+  const dnnl::memory::desc plain = plain_desc(tensor.shape(), tag::nchw);
+  const dnnl::memory::desc current = current_layout(tensor, plain);
+  for (const tag t : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+    if (current == dnnl::memory::desc(plain.dims(), dnnl::memory::data_type::f32, t)) return t;
+  }
+  return tag::undef;
+}
+
+Tensor copy_in_layout(const Tensor& tensor, dnnl::memory::format_tag layout) {
+  const dnnl::memory::desc plain = plain_desc(tensor.shape(), dnnl::memory::format_tag::nchw);
+  const dnnl::memory::desc wanted(plain.dims(), dnnl::memory::data_type::f32, layout);
+  const LaidOutTensor out = output_in_layout(tensor.shape(), plain, wanted);
+  Tensor scratch;
+  const dnnl::memory from = input_in_layout(tensor, plain, current_layout(tensor, plain), scratch);
+  reorder(from, out.memory);
+  stream().wait();
+  return out.tensor;
+}
+
 dnnl::memory::format_tag blocked_activation_tag() {
+  if (forced() != dnnl::memory::format_tag::undef) return forced();
   // The block the convolutions pick for their outputs: 16 channels (one 512-bit register)
   // where oneDNN runs its AVX-512 kernels, else 8. Pooling in the same block means no
   // reorder between a convolution, its ReLU and its pooling, forward or backward.
@@ -112,6 +153,7 @@ dnnl::memory::format_tag conv_activation_tag(int64_t in_channels, int64_t out_ch
   // passes shrink and the reorder before conv2 goes): bench/layer_roofline's kernels of one
   // step took 17.5 ms with conv1 blocked and 14.2 ms with it in nhwc. Channel counts that
   // fill the block (ResNet-18's 64...512) stay blocked.
+  if (forced() != dnnl::memory::format_tag::undef) return forced();
   const bool partly_empty_block = (in_channels > 1 && in_channels % 16 != 0) || out_channels % 16 != 0;
   return has_avx512() && partly_empty_block ? dnnl::memory::format_tag::nhwc : dnnl::memory::format_tag::any;
 }

@@ -53,6 +53,31 @@ dnnl::memory::format_tag blocked_activation_tag();
 // choice, a blocked layout). See layout.cc for the measurements behind the rule.
 dnnl::memory::format_tag conv_activation_tag(int64_t in_channels, int64_t out_channels);
 
+// Tests only: makes conv_activation_tag() and blocked_activation_tag() return `layout`
+// (nchw, nhwc, nChw8c or nChw16c) on any machine, so that every activation layout the
+// backend can run in is exercised (and checked against a reference) here; `undef` restores
+// the rule. Our own AVX-512 kernels still run only on AVX-512 machines. Process-wide: set
+// it while no other thread runs CPU kernels.
+void force_activation_layout(dnnl::memory::format_tag layout);
+
+// The 4-D layout a tensor's data has now, as a tag: nchw when plain, nhwc, nChw8c or
+// nChw16c when a kernel left it so; `undef` for any other backend layout.
+dnnl::memory::format_tag activation_layout_of(const Tensor& tensor);
+
+// A copy of a 4-D tensor with its storage in `layout` (one of activation_layout_of's tags):
+// what a kernel that ran in that layout would have left, for tests.
+Tensor copy_in_layout(const Tensor& tensor, dnnl::memory::format_tag layout);
+
+// How many reorders (layout conversions, including a blocked tensor converted to plain when
+// code outside the backend reads it) this process has run: for benchmarks and tests that
+// count what a step converts.
+int64_t reorder_count();
+
+// Whether add() and accumulate() (residual connections, a gradient summed from two paths)
+// keep an activation in the backend layout it arrived in (true, the default) or read their
+// operands plain as before 2026-12-04 (false): for benchmarks that compare both in one run.
+void set_keep_activation_layouts(bool on);
+
 // True when `desc` is the channels-last (nhwc) layout of its own dims.
 bool is_channels_last(const dnnl::memory::desc& desc);
 

@@ -1,0 +1,138 @@
+// One ResNet-18 training step (forward, mean cross-entropy, backward) and one evaluation
+// forward on the CPU backend: how many layout reorders each runs, and how long it takes,
+// with activations kept in the convolutions' layout across residual adds and gradient sums
+// ("kept", the default) and as before 2026-12-04 ("plain": add and accumulate read plain),
+// alternating the two variants step by step in one run so that the machine's drift slows
+// both alike. Also times evaluation with BatchNorm folded into the convolutions
+// (nn::fold_batch_norm) against the unfolded evaluation, alternating the same way.
+//
+//   build/bench/resnet18_step [--batch 32] [--steps 4] [--fold-only]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dpt/autograd/engine.h"
+#include "dpt/autograd/node.h"
+#include "dpt/core/random.h"
+#include "dpt/nn/fold.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/models.h"
+#include "dpt/ops/cpu/layout.h"
+#include "dpt/ops/ops.h"
+
+using dpt::Tensor;
+namespace nn = dpt::nn;
+namespace cpu = dpt::ops::cpu;
+
+namespace {
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t batch = 32;
+  int steps = 4;
+  bool fold_only = false;
+  for (int i = 1; i < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--fold-only")) fold_only = true, --i;
+    else if (i + 1 >= argc) return 2;
+    else if (!std::strcmp(argv[i], "--batch")) batch = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "usage: %s [--batch 32] [--steps 4] [--fold-only]\n", argv[0]);
+      return 2;
+    }
+  }
+  auto net = nn::resnet18(10, 1);
+  nn::init_weights(*net, nn::Init::kaiming, 0);
+  dpt::Rng rng(1);
+  Tensor X = Tensor::empty({batch, 1, 28, 28});
+  dpt::fill_uniform(X, 0.0f, 1.0f, rng);
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  for (int64_t& l : labels) l = static_cast<int64_t>(rng() % 10);
+  const Tensor y = Tensor::from_labels(labels);
+
+  struct Count {
+    int64_t forward = 0, backward = 0;
+  };
+  const auto train_step = [&](Count& count) {
+    net->train();
+    const int64_t r0 = cpu::reorder_count();
+    const Tensor loss = dpt::ops::cross_entropy((*net)(X), y, dpt::ops::Reduction::mean);
+    loss.item();
+    const int64_t r1 = cpu::reorder_count();
+    dpt::autograd::backward(loss);
+    net->zero_grad();
+    count = {r1 - r0, cpu::reorder_count() - r1};
+  };
+  const auto eval_forward = [&](nn::Module& model, int64_t& count) {
+    dpt::autograd::NoGradGuard no_grad;
+    const int64_t r0 = cpu::reorder_count();
+    model(X).to_vector();
+    count = cpu::reorder_count() - r0;
+  };
+
+  std::printf("ResNet-18 on 28 x 28 images, batch %lld, %d timed steps per variant (after one warm-up each)\n",
+              static_cast<long long>(batch), steps);
+  const char* names[2] = {"plain", "kept"};
+  std::vector<double> step_ms[2], eval_ms[2];
+  Count counts[2];
+  int64_t eval_counts[2] = {0, 0};
+  for (int s = fold_only ? steps : -1; s < steps; ++s) {
+    for (int v = 0; v < 2; ++v) {
+      const int variant = (s & 1) ? 1 - v : v;  // each goes first every other step
+      cpu::set_keep_activation_layouts(variant == 1);
+      const double t0 = now_ms();
+      train_step(counts[variant]);
+      const double t1 = now_ms();
+      net->eval();
+      eval_forward(*net, eval_counts[variant]);
+      const double t2 = now_ms();
+      if (s >= 0) step_ms[variant].push_back(t1 - t0), eval_ms[variant].push_back(t2 - t1);
+    }
+  }
+  cpu::set_keep_activation_layouts(true);
+  for (int v = 0; v < 2 && !fold_only; ++v)
+    std::printf("  %-6s reorders per training step: %lld (forward %lld, backward %lld); per evaluation forward: %lld;"
+                " step %.1f ms, evaluation forward %.1f ms (medians)\n",
+                names[v], static_cast<long long>(counts[v].forward + counts[v].backward),
+                static_cast<long long>(counts[v].forward), static_cast<long long>(counts[v].backward),
+                static_cast<long long>(eval_counts[v]), median(step_ms[v]), median(eval_ms[v]));
+  if (!fold_only)
+    std::printf("ratio (plain / kept): training step %.3fx, evaluation %.3fx\n", median(step_ms[0]) / median(step_ms[1]),
+              median(eval_ms[0]) / median(eval_ms[1]));
+
+  // Folded BatchNorm against unfolded, in eval mode, alternating.
+  net->eval();
+  const std::unique_ptr<nn::Module> folded = nn::fold_batch_norm(*net);
+  std::vector<double> fold_ms[2];
+  int64_t fold_counts[2] = {0, 0};
+  for (int s = -1; s < steps; ++s) {
+    for (int v = 0; v < 2; ++v) {
+      const int variant = (s & 1) ? 1 - v : v;
+      const double t0 = now_ms();
+      eval_forward(variant == 0 ? *net : *folded, fold_counts[variant]);
+      if (s >= 0) fold_ms[variant].push_back(now_ms() - t0);
+    }
+  }
+  double fold_build = now_ms();
+  nn::fold_batch_norm(*net);
+  fold_build = now_ms() - fold_build;
+  std::printf("  evaluation forward: unfolded %.1f ms (%lld reorders), BatchNorm folded %.1f ms (%lld reorders);"
+              " folding itself %.1f ms\n",
+              median(fold_ms[0]), static_cast<long long>(fold_counts[0]), median(fold_ms[1]),
+              static_cast<long long>(fold_counts[1]), fold_build);
+  std::printf("ratio (unfolded / folded): evaluation %.3fx\n", median(fold_ms[0]) / median(fold_ms[1]));
+  return 0;
+}
