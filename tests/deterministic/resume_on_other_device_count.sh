@@ -2,7 +2,7 @@
 # --deterministic across a resume: two epochs on one device, against one epoch on 3 devices
 # resumed for the second epoch on 2 devices, must end with the same checkpoint digests; and
 # resuming a deterministic checkpoint without the mode is refused.
-#   usage: resume_on_other_device_count.sh DPTRAIN DATA_DIR WORK_DIR -- FLAGS...
+#   usage: resume_on_other_device_count.sh DPTRAIN DATA_DIR WORK_DIR -- FLAGS... (not --epochs: the script sets it)
 set -euo pipefail
 dptrain=$1 data=$2 work=$3
 shift 3
