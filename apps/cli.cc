@@ -61,6 +61,7 @@ constexpr std::array kFieldFlags{
     FieldFlag{"accumulate", "--accumulate"},
     FieldFlag{"sync_bn", "--sync-bn"},
     FieldFlag{"progress", "--progress"},
+    FieldFlag{"trace_file", "--trace"},
     // evaluate, predict, export
     FieldFlag{"checkpoint", "--checkpoint"},
     FieldFlag{"confusion_svg", "--confusion-svg"},
@@ -223,6 +224,10 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                           "the process was not started by mpirun, on, off",
                           train::kProgresses))
       ->capture_default_str();
+  train.add_option(flag("trace_file"), j.trace_file,
+                   "Write a Chrome/Perfetto trace (FILE.json: every device's and MPI rank's data, forward, "
+                   "backward, allreduce of each bucket and update) and FILE.timeline.svg (a few steps, compute "
+                   "against communication per device)");
 }
 
 void add_evaluate_flags(CLI::App& cmd, EvaluateSettings& s) {

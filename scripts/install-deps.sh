@@ -17,6 +17,8 @@ packages=(
   # `dptrain export --onnx` builds the model with the ONNX library's protobuf classes; its
   # test runs the file in OpenCV's dnn module.
   libonnx-dev libprotobuf-dev python3-opencv python3-numpy
+  # The --trace test renders the timeline SVG to PNG with rsvg-convert.
+  librsvg2-bin
 )
 # The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
 # libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "dpt/core/denormals.h"
+#include "dpt/core/trace.h"
 
 namespace dpt::parallel {
 
@@ -36,6 +37,7 @@ void DevicePool::worker_loop(int rank) {
   // Set once: every oneDNN call this thread makes runs on this many OpenMP threads.
   omp_set_num_threads(threads_per_device_);
   flush_denormals_on_this_thread();
+  trace::name_this_thread(trace::device_lane(rank), devices_[static_cast<size_t>(rank)].str());
   unsigned long seen = 0;
   for (;;) {
     const std::function<void(int)>* task = nullptr;

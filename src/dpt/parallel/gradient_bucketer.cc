@@ -38,8 +38,13 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& param
   return buckets;
 }
 
-GradientBucketer::GradientBucketer(Communicator& comm, int rank, std::vector<Tensor> params, size_t bucket_bytes)
-    : comm_(comm), rank_(rank), params_(std::move(params)), buckets_(assign_buckets(params_, bucket_bytes)) {
+GradientBucketer::GradientBucketer(Communicator& comm, int rank, std::vector<Tensor> params, size_t bucket_bytes,
+                                   trace::LaneName lane)
+    : comm_(comm),
+      rank_(rank),
+      params_(std::move(params)),
+      buckets_(assign_buckets(params_, bucket_bytes)),
+      lane_(std::move(lane)) {
   flat_.resize(buckets_.size());
   for (size_t b = 0; b < buckets_.size(); ++b) {
     size_t count = 0;
@@ -142,6 +147,7 @@ void GradientBucketer::wait_until_idle(std::unique_lock<std::mutex>& lock) {
 void GradientBucketer::communication_loop() {
   omp_set_num_threads(1);            // this thread only adds and copies: no OpenMP team
   flush_denormals_on_this_thread();  // the sums must round as on the compute threads
+  trace::name_this_thread(lane_.lane, lane_.name);
   for (;;) {
     size_t b = 0;
     float scale = 1.0f;
@@ -160,6 +166,7 @@ void GradientBucketer::communication_loop() {
     }
     std::exception_ptr error;
     try {
+      const trace::Span span(trace::Phase::bucket_allreduce, static_cast<int64_t>(b));
       comm_.allreduce_sum(rank_, flat_[b].data(), flat_[b].size());
       size_t offset = 0;
       for (size_t i : buckets_[b]) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dpt/core/tensor.h"
+#include "dpt/core/trace.h"
 #include "dpt/parallel/communicator.h"
 
 namespace dpt::parallel {
@@ -37,8 +38,10 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& param
 
 class GradientBucketer {
  public:
-  // `comm` and `params` (one rank's replica) must outlive the bucketer.
-  GradientBucketer(Communicator& comm, int rank, std::vector<Tensor> params, size_t bucket_bytes);
+  // `comm` and `params` (one rank's replica) must outlive the bucketer. `lane`: where
+  // --trace shows the communication thread's bucket allreduces.
+  GradientBucketer(Communicator& comm, int rank, std::vector<Tensor> params, size_t bucket_bytes,
+                   trace::LaneName lane = {trace::communication_lane(0), "allreduce"});
   ~GradientBucketer();
   GradientBucketer(const GradientBucketer&) = delete;
   GradientBucketer& operator=(const GradientBucketer&) = delete;
@@ -86,6 +89,7 @@ class GradientBucketer {
   bool stopping_ = false;
   std::exception_ptr error_;
   float queued_scale_ = 1.0f;
+  const trace::LaneName lane_;
   std::thread thread_;
 };
 

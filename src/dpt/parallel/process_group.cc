@@ -1,6 +1,7 @@
 #include "dpt/parallel/process_group.h"
 
 #include <cstdint>
+#include <cstring>
 
 namespace dpt::parallel {
 
@@ -19,6 +20,22 @@ std::vector<uint64_t> gather_digests(const ProcessGroup& group, uint64_t digest)
   all[static_cast<size_t>(group.rank)] = static_cast<int64_t>(digest);
   group.comm->allreduce(group.rank, all.data(), all.size(), ReduceOp::sum);
   return {all.begin(), all.end()};
+}
+
+std::vector<std::string> gather_strings(const ProcessGroup& group, const std::string& text) {
+  if (!group.distributed()) return {text};
+  std::vector<int64_t> lengths(static_cast<size_t>(group.size()), 0);
+  lengths[static_cast<size_t>(group.rank)] = static_cast<int64_t>(text.size());
+  group.comm->allreduce(group.rank, lengths.data(), lengths.size(), ReduceOp::sum);
+  std::vector<std::string> all;
+  for (int root = 0; root < group.size(); ++root) {
+    const auto bytes = static_cast<size_t>(lengths[static_cast<size_t>(root)]);
+    std::vector<int64_t> words((bytes + sizeof(int64_t) - 1) / sizeof(int64_t), 0);  // the collectives move i64s
+    if (root == group.rank) std::memcpy(words.data(), text.data(), bytes);
+    if (!words.empty()) group.comm->broadcast(group.rank, words.data(), words.size(), root);
+    all.emplace_back(reinterpret_cast<const char*>(words.data()), bytes);
+  }
+  return all;
 }
 
 std::vector<std::string> device_names(const std::vector<Device>& devices, const ProcessGroup& group) {

@@ -25,6 +25,11 @@ int agree_on_stop(const ProcessGroup& group, int signal);
 // {digest}.
 std::vector<uint64_t> gather_digests(const ProcessGroup& group, uint64_t digest);
 
+// Every rank's `text`, indexed by rank, on every rank (an allgather of bytes: the lengths
+// as one i64 sum, then each rank's bytes broadcast from it). A collective. Without a job:
+// {text}.
+std::vector<std::string> gather_strings(const ProcessGroup& group, const std::string& text);
+
 // Names for the devices of the whole job: this process's devices ("cpu:0", "cpu:1"), or in
 // a multi-process job one per rank ("rank 0 cpu:0", "rank 1 cpu:0", ...; every process runs
 // one device of the kind this one has).

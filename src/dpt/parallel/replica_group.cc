@@ -5,6 +5,7 @@
 
 #include "dpt/autograd/engine.h"
 #include "dpt/core/config_error.h"
+#include "dpt/core/trace.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/device_list.h"
@@ -75,8 +76,10 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
   }
   if (const size_t bytes = bucket_bytes_from_mb(options_.bucket_mb); bytes > 0) {
     for (size_t i = 0; i < replicas_.size(); ++i) {
-      bucketers_.push_back(
-          std::make_unique<GradientBucketer>(*comm_, global_rank(static_cast<int>(i)), replicas_[i].params, bytes));
+      const int device = static_cast<int>(i);
+      bucketers_.push_back(std::make_unique<GradientBucketer>(
+          *comm_, global_rank(device), replicas_[i].params, bytes,
+          trace::LaneName{trace::communication_lane(device), pool_.devices()[i].str() + " allreduce"}));
     }
   }
   // One failing device must release its peers from the allreduce instead of hanging them.
@@ -137,6 +140,7 @@ StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_b
     ShardOutput out;
     compute_and_allreduce(device, has_examples ? &shards[device] : nullptr, forward, gradient_scale, sync, out);
     if (!replica.buffers.empty()) {
+      const trace::Span span(trace::Phase::buffers);
       allreduce_tensors(*comm_, global_rank(device), replica.buffers, flat_buffers_[device], buffer_scale);
     }
     if (has_examples) {
@@ -167,7 +171,11 @@ void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const S
   std::function<void()> forward_and_backward;
   if (shard != nullptr) {
     forward_and_backward = [&] {
-      out = forward(device, *shard);
+      {
+        const trace::Span span(trace::Phase::forward);
+        out = forward(device, *shard);
+      }
+      const trace::Span span(trace::Phase::backward);
       autograd::backward(out.loss_sum);
     };
   }
@@ -180,6 +188,7 @@ void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const S
     return;
   }
   if (forward_and_backward) forward_and_backward();
+  const trace::Span span(trace::Phase::allreduce);
   allreduce_gradients(*comm_, global_rank(device), replica.params, flat_buffers_[device], scale);
 }
 
@@ -195,7 +204,12 @@ StepResult ReplicaGroup::job_figures(const StepResult& local) {
   return {loss, counts[0], counts[1]};
 }
 
-void ReplicaGroup::update(const std::function<void(int device)>& apply) { pool_.run_all(apply); }
+void ReplicaGroup::update(const std::function<void(int device)>& apply) {
+  pool_.run_all([&](int device) {
+    const trace::Span span(trace::Phase::update);
+    apply(device);
+  });
+}
 
 int64_t ReplicaGroup::count_correct(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward) {
   return count_correct_split(pool_, *comm_, options_.process_group, data, batch_size, forward);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dpt/autograd/engine.h"
+#include "dpt/core/trace.h"
 #include "dpt/ops/backend.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/replica_group.h"
@@ -65,12 +66,20 @@ StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t 
     // of them depends on that chunk alone.
     ops::cpu_backend().unpack(buffers_at_start.data(), replica.buffers, 1.0f);
     for (const Tensor& p : replica.params) p.zero_grad();
-    const ShardOutput out = forward(device, part);
-    autograd::backward(out.loss_sum);
+    ShardOutput out;
+    {
+      const trace::Span span(trace::Phase::forward, c);
+      out = forward(device, part);
+    }
+    {
+      const trace::Span span(trace::Phase::backward, c);
+      autograd::backward(out.loss_sum);
+    }
     gradient_tree.add_chunk(c, packed(gradients_of(replica.params)));
     buffer_tree.add_chunk(c, packed(replica.buffers));
     figures += {out.loss_sum.item(), ops::count_correct(out.logits.detach(), part.y), part.X.dim(0)};
   }
+  const trace::Span tree_span(trace::Phase::tree_sum);  // to the end of the step
   std::vector<float> gradient =
       combine_nodes(exchange_nodes(device, gradient_tree.nodes(), chunks, total_values(replica.params)), chunks);
   // Gradient accumulation: the earlier steps' tree sums, added in step order.

@@ -71,6 +71,7 @@ struct JobConfig {
   std::string lr_scaling = "none";       // optim::kLrScalings: linear is lr * batch_size * accumulate / 256
   int accumulate = 1;                    // micro-batches of batch_size per update (gradient accumulation)
   bool sync_bn = false;                  // concise API: BatchNorm statistics over the global batch
+  std::string trace_file;                // empty: none; else a Chrome trace and its timeline (trace_file.h)
 };
 
 // The chunk size the replica engine gets: chunk_size in deterministic mode, else 0 (off).

@@ -22,6 +22,8 @@
 #include "dpt/parallel/process_group.h"
 #include "dpt/train/console_reporter.h"
 #include "dpt/train/stop_request.h"
+#include "dpt/train/svg.h"
+#include "dpt/train/trace_file.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
 
@@ -66,11 +68,26 @@ RunOptions run_options(const JobConfig& job) {
   return run;
 }
 
-int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const JobHooks& hooks) {
-  validate(job);  // everything that can fail before MPI starts
-  ops::set_conv_precision(ops::parse_conv_precision(job.precision));  // refuses bf16 on a CPU without it
-  const std::vector<Device> devices = parallel::parse_device_list(job.devices, cuda::device_count());
-  const parallel::ProcessGroup group = join_job(job, mpi, hooks);
+// --trace: the files are tried before training (a bad path fails at once), and the
+// processes of a job start their clocks after a barrier, so that their spans line up.
+void start_job_trace(const JobConfig& job, const parallel::ProcessGroup& group) {
+  if (job.trace_file.empty()) return;
+  if (group.is_root()) {
+    write_text_file(job.trace_file, "", "trace");
+    write_text_file(timeline_file(job.trace_file), "", "trace timeline");
+  }
+  if (group.distributed()) group.comm->barrier(group.rank);
+  start_trace();
+}
+
+void finish_job_trace(const JobConfig& job, const parallel::ProcessGroup& group) {
+  if (job.trace_file.empty()) return;
+  const std::string summary = write_trace(job.trace_file, group);
+  if (!summary.empty()) std::printf("%s\n", summary.c_str());
+}
+
+int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel::ProcessGroup& group,
+              const JobHooks& hooks) {
   ScratchConfig scratch;  // also what the concise API is checked against
   scratch.epochs = job.epochs;
   scratch.batch_size = job.batch_size;
@@ -152,6 +169,24 @@ int train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const Jo
   return 0;
 }
 
+// train_job with --trace around it: the trace is also written when a signal stops the run
+// (every process stops after the same step), not after an error.
+int traced_train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const JobHooks& hooks) {
+  validate(job);  // everything that can fail before MPI starts
+  ops::set_conv_precision(ops::parse_conv_precision(job.precision));  // refuses bf16 on a CPU without it
+  const std::vector<Device> devices = parallel::parse_device_list(job.devices, cuda::device_count());
+  const parallel::ProcessGroup group = join_job(job, mpi, hooks);
+  start_job_trace(job, group);
+  try {
+    const int status = train_job(job, devices, group, hooks);
+    finish_job_trace(job, group);
+    return status;
+  } catch (const TrainingInterrupted&) {
+    finish_job_trace(job, group);
+    throw;
+  }
+}
+
 // Runs `body`, turning what it throws into the job's exit status and message.
 template <typename Body>
 int reporting_errors(const JobHooks& hooks, Body body) {
@@ -178,7 +213,7 @@ int reporting_errors(const JobHooks& hooks, Body body) {
 }  // namespace
 
 int run_job(JobConfig job, const JobHooks& hooks) {
-  return reporting_errors(hooks, [&](std::optional<parallel::MpiRuntime>& mpi) { return train_job(job, mpi, hooks); });
+  return reporting_errors(hooks, [&](std::optional<parallel::MpiRuntime>& mpi) { return traced_train_job(job, mpi, hooks); });
 }
 
 int show_checkpoint(const std::string& file, const JobHooks& hooks) {

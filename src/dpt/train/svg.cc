@@ -48,17 +48,19 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
-void write_svg_file(const std::filesystem::path& file, const std::string& svg) {
+void write_text_file(const std::filesystem::path& file, const std::string& text, const std::string& what) {
+  const auto fail = [&](int error) {
+    throw std::runtime_error("cannot write " + what + " " + file.string() + ": " + std::strerror(error));
+  };
   std::FILE* f = std::fopen(file.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error("cannot write SVG plot " + file.string() + ": " + std::strerror(errno));
+  if (f == nullptr) fail(errno);
   errno = 0;
-  const bool written = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   const int write_errno = errno;
   const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    throw std::runtime_error("cannot write SVG plot " + file.string() + ": " +
-                             std::strerror(written ? errno : write_errno));
-  }
+  if (!written || !closed) fail(written ? errno : write_errno);
 }
+
+void write_svg_file(const std::filesystem::path& file, const std::string& svg) { write_text_file(file, svg, "SVG plot"); }
 
 }  // namespace dpt::train

@@ -1,6 +1,6 @@
 // The small pieces every SVG picture dptrain draws shares (the training plot in
 // reporters.cc, the confusion matrix of `evaluate`): printf into a string, XML escaping,
-// and writing the finished text to a file.
+// and writing the finished text to a file (also the --trace JSON's writer).
 #pragma once
 
 #include <filesystem>
@@ -14,7 +14,9 @@ std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 
 // `s` with & < > " ' replaced by their XML entities.
 std::string xml_escape(const std::string& s);
 
-// Writes `svg` to `file`; throws std::runtime_error "cannot write SVG plot FILE: REASON".
+// Writes `text` to `file`; throws std::runtime_error "cannot write WHAT FILE: REASON".
+void write_text_file(const std::filesystem::path& file, const std::string& text, const std::string& what);
+// write_text_file(file, svg, "SVG plot").
 void write_svg_file(const std::filesystem::path& file, const std::string& svg);
 
 }  // namespace dpt::train

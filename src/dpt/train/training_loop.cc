@@ -3,11 +3,13 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
+#include "dpt/core/trace.h"
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/train/config.h"
@@ -111,6 +113,7 @@ class Checkpointer {
     c.epoch_seconds = state.epoch_seconds;
     c.history = state.history;
     model_.save_state(c);
+    const trace::Span span(trace::Phase::checkpoint);
     return checkpoint::save(run_.checkpoint_dir, c, run_.keep_checkpoints);
   }
 
@@ -146,6 +149,11 @@ std::string interrupted_message(int signal, const checkpoint::Position& at, cons
   return message + "; checkpoint written to " + saved.string() + ", rerun with `resume` to continue";
 }
 
+bool next_batch(data::BatchLoader& loader, data::Batch& batch) {
+  const trace::Span span(trace::Phase::data);
+  return loader.next(batch);
+}
+
 }  // namespace
 
 LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
@@ -175,19 +183,29 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     while (true) {
       // One update: `accumulate` micro-batches (fewer at the end of the epoch), the
       // gradients of all but the last kept unreduced and the last's added to them.
+      trace::Span iteration(trace::Phase::iteration, state.position.global_step + 1);
       StepResult step;
       int64_t micro = 0;
-      while (micro < accumulate && loader.next(batch)) {
+      while (micro < accumulate && next_batch(loader, batch)) {
         ++micro;
         const bool last = micro == accumulate || loader.batch_offset() == loader.num_batches();
+        const trace::Span span(trace::Phase::step);
         step += model.compute_batch_gradients(batch, last ? parallel::GradientSync::now : parallel::GradientSync::later);
       }
-      if (micro == 0) break;
+      if (micro == 0) {
+        iteration.discard();
+        break;
+      }
       model.set_learning_rate(
           optim::learning_rate(settings.schedule, state.position.global_step, steps_per_epoch, settings.epochs, base_lr));
       state.position.batch_offset = loader.batch_offset();
       ++state.position.global_step;
-      if (const auto cause = find_non_finite(step.loss_sum, model.named_gradients())) {
+      std::optional<std::string> cause;
+      {
+        const trace::Span span(trace::Phase::guard);
+        cause = find_non_finite(step.loss_sum, model.named_gradients());
+      }
+      if (cause) {
         const std::string message = divergence_message(*cause, epoch + 1, loader.batch_offset(), settings.lr);
         if (run.on_nan == OnNan::stop) throw DivergenceError(message);
         ++result.skipped_steps;
@@ -217,7 +235,10 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     EpochStats stats = epoch_stats(static_cast<int>(epoch + 1), state.epoch_sum, state.epoch_seconds + seconds);
     model.set_training(false);
     Timer eval_timer;
-    stats.test_acc = model.evaluate(test_data, settings.batch_size);
+    {
+      const trace::Span span(trace::Phase::evaluate);
+      stats.test_acc = model.evaluate(test_data, settings.batch_size);
+    }
     stats.eval_seconds = eval_timer.stop();
     if (run.check_replicas && model.data_shard().second > 1) check_replicas_agree(model, static_cast<int>(epoch + 1));
     state.history.push_back(stats);
