@@ -13,36 +13,35 @@
 
 namespace dpt::parallel {
 
+void check_replica_modes(const ReplicaGroupOptions& options) {
+  if (options.deterministic_chunk > 0 && options.sync_bn) {
+    throw ConfigError("sync_bn",
+                      "`sync_bn` and `deterministic` exclude each other: `deterministic` normalizes every chunk "
+                      "with its own statistics");
+  }
+  if (options.deterministic_chunk > 0 && options.bucket_mb > 0) {
+    throw ConfigError("deterministic",
+                      "`deterministic` sums the gradients in a fixed tree after backward, so it cannot overlap "
+                      "them with backward in buckets: leave `bucket_mb` at 0");
+  }
+  if (options.sync_bn && options.bucket_mb > 0) {
+    throw ConfigError("sync_bn",
+                      "`sync_bn` allreduces BatchNorm's statistics during backward, which the gradient buckets "
+                      "would overlap: leave `bucket_mb` at 0");
+  }
+}
+
 void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
+  check_replica_modes(options);
   if (devices.empty()) throw ConfigError("devices", "`devices` names no device");
   check_devices_for_training(devices, options.process_group, options.bucket_mb);
   check_one_device_per_process(devices, options.process_group);
-  if (options.deterministic_chunk > 0) {
-    for (const Device& d : devices) {
-      if (d.kind != Device::Kind::cpu) {
-        throw ConfigError("deterministic", "`deterministic` runs on CPU devices only, got " + d.str());
-      }
+  for (const Device& d : devices) {
+    if (d.kind == Device::Kind::cpu) continue;
+    if (options.deterministic_chunk > 0) {
+      throw ConfigError("deterministic", "`deterministic` runs on CPU devices only, got " + d.str());
     }
-    if (options.sync_bn) {
-      throw ConfigError("sync_bn",
-                        "`sync_bn` and `deterministic` exclude each other: `deterministic` normalizes every chunk "
-                        "with its own statistics");
-    }
-    if (options.bucket_mb > 0) {
-      throw ConfigError("deterministic",
-                        "`deterministic` sums the gradients in a fixed tree after backward, so it cannot overlap "
-                        "them with backward in buckets: leave `bucket_mb` at 0");
-    }
-  }
-  if (options.sync_bn) {
-    for (const Device& d : devices) {
-      if (d.kind != Device::Kind::cpu) throw ConfigError("sync_bn", "`sync_bn` runs on CPU devices only, got " + d.str());
-    }
-    if (options.bucket_mb > 0) {
-      throw ConfigError("sync_bn",
-                        "`sync_bn` allreduces BatchNorm's statistics during backward, which the gradient buckets "
-                        "would overlap: leave `bucket_mb` at 0");
-    }
+    if (options.sync_bn) throw ConfigError("sync_bn", "`sync_bn` runs on CPU devices only, got " + d.str());
   }
 }
 

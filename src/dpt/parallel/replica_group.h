@@ -80,7 +80,11 @@ using ShardForward = std::function<ShardOutput(int device, const Shard& shard)>;
 // sums are added in step order, so the bits are still the same on any number of devices.
 enum class GradientSync { now, later };
 
-// Throws ConfigError unless `devices` can form one group under `options`: not empty, kinds
+// Throws ConfigError unless `options`' modes go together: `sync_bn`, `deterministic` and
+// gradient buckets exclude one another. Needs no devices, so a front end checks it first.
+void check_replica_modes(const ReplicaGroupOptions& options);
+
+// Throws ConfigError unless `devices` can form one group under `options` (its modes first): not empty, kinds
 // that train together, one device per process in a multi-process job (device_list.h).
 void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options);
 

@@ -63,16 +63,6 @@ void validate(const JobConfig& job) {
     if (job.api != "concise") {
       throw ConfigError("sync_bn", "`sync_bn` needs `api` concise (the from-scratch LeNet has no BatchNorm)");
     }
-    if (job.deterministic) {
-      throw ConfigError("sync_bn",
-                        "`sync_bn` and `deterministic` exclude each other: `deterministic` normalizes every chunk "
-                        "with its own statistics");
-    }
-    if (job.bucket_mb > 0) {
-      throw ConfigError("sync_bn",
-                        "`sync_bn` allreduces BatchNorm's statistics during backward, which the gradient buckets "
-                        "would overlap: leave `bucket_mb` at 0");
-    }
   }
   if (job.api == "scratch") {
     if (job.model != "lenet") {
@@ -89,6 +79,11 @@ void validate(const JobConfig& job) {
   }
   parallel::parse_device_list(job.devices, cuda::device_count());
   parallel::check_bucket_mb(job.bucket_mb);
+  parallel::ReplicaGroupOptions modes;
+  modes.bucket_mb = job.bucket_mb;
+  modes.deterministic_chunk = deterministic_chunk(job);
+  modes.sync_bn = job.sync_bn;
+  parallel::check_replica_modes(modes);
   if (job.deterministic && job.chunk_size < 1) {
     throw ConfigError("chunk_size", "`chunk_size` must be at least 1, got " + std::to_string(job.chunk_size));
   }
@@ -99,11 +94,8 @@ void validate(const JobConfig& job) {
 }
 
 void validate(const ScratchConfig& config) {
-  check_epochs(config.epochs);
-  check_batch_size(config.batch_size);
-  optim::check_learning_rate(config.lr);
-  optim::check_schedule(config.schedule, config.epochs);
-  check_accumulate(config.accumulate);
+  validate(LoopSettings{config.epochs, config.batch_size, config.seed, config.lr, "", config.schedule,
+                        config.lr_scaling, config.accumulate});
   parallel::check_bucket_mb(config.bucket_mb);
   parallel::check_replica_devices(config.devices, {config.allreduce, config.cores, config.bucket_mb,
                                                    config.process_group, config.deterministic_chunk});

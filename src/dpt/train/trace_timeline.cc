@@ -201,8 +201,8 @@ Timeline draw_timeline(const std::vector<TimelineSpan>& spans, const std::vector
     lx += 100;
   }
   const std::string title =
-      w.step_starts.empty() ? "dptrain --trace: the whole run"
-                            : strprintf("dptrain --trace: steps %d to %d, compute against communication per device",
+      w.step_starts.empty() ? "dptrain trace: the whole run"
+                            : strprintf("dptrain trace: steps %d to %d, compute against communication per device",
                                         out.first_step, out.last_step);
   out.svg = strprintf(
                 "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' font-family='sans-serif' "
