@@ -43,6 +43,12 @@ if [[ $epoch_lines -ne 1 ]]; then
   cat "$work/mpi.log"
   exit 1
 fi
+# An --allreduce flag of the MPI run must be the algorithm its communicator runs (the banner).
+if [[ $mpi_flags =~ --allreduce\ ([a-z]+) ]] && ! grep -q "allreduce mpi ${BASH_REMATCH[1]})" "$work/mpi.log"; then
+  echo "FAIL: the MPI run does not say it runs allreduce mpi ${BASH_REMATCH[1]}"
+  grep "^training" "$work/mpi.log"
+  exit 1
+fi
 mpi_ckpt=$(ls "$work/mpi"/step-*.ckpt | tail -1)
 local_ckpt=$(ls "$work/local"/step-*.ckpt | tail -1)
 "$dptrain" checkpoint-info "$mpi_ckpt" >"$work/mpi.info"
@@ -54,7 +60,6 @@ if ! diff "$work/mpi.digests" "$work/local.digests"; then
   grep -h "^epoch" "$work/mpi.log" "$work/local.log"
   exit 1
 fi
-grep "^epoch 1/1:" "$work/mpi.log"
-grep "^epoch 1/1:" "$work/local.log"
+grep -h -E "^(training|epoch 1/1:)" "$work/mpi.log" "$work/local.log"
 echo "PASS: $ranks MPI processes equal $ranks devices bit for bit after $(grep -o '[0-9]* steps taken' "$work/mpi.info")" \
   "($(head -1 "$work/mpi.digests"))"
