@@ -34,4 +34,4 @@ set -e
 [[ $status -eq 1 ]] || fail "resuming without --deterministic exited with $status, not 1"
 grep -q "it was written with --deterministic with --chunk-size 32, this run has no --deterministic" "$work/refused.log" ||
   fail "resuming without --deterministic did not say why"
-echo "PASS: cpu:3 then cpu:2 across a resume ends with the bits of cpu:1 ($(digests "$work/straight" | head -1))"
+echo "PASS: cpu:3 then cpu:2 across a resume ends with the bits of cpu:1 ($(digests "$work/straight" | tr '\n' ';'))"
