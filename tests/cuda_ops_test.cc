@@ -14,6 +14,7 @@
 #include "dpt/cuda/runtime.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/ops/backend.h"
+#include "dpt/ops/ledger.h"
 #include "dpt/ops/ops.h"
 #include "dpt/optim/sgd.h"
 #include "dpt/parallel/replicate.h"
@@ -235,6 +236,45 @@ TEST(CudaOps, CrossEntropyNamesABadLabelAsTheCpuDoes) {
   EXPECT_EQ(dpt::testing_support::error_of<std::invalid_argument>(
                 [&] { dpt::parallel::shard_loss_sum(on_gpu(logits), bare); }),
             cpu_error);
+}
+
+// The step ledger's kernels against the CPU's (tests/ops_ledger_test.cc): the same figures
+// and the same first non-finite update, including a gradient past one grid's reach
+// (16.8M elements) whose only infinity is its last value.
+TEST(CudaOps, StepLedgerRecordsAsTheCpuDoes) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  const Tensor logits = random_tensor({64, 10}, 3);
+  std::vector<int64_t> label_values(64);
+  for (int64_t i = 0; i < 64; ++i) label_values[i] = (i * 7) % 10;
+  const Tensor labels = Tensor::from_labels(label_values);
+  const Tensor loss = Tensor::from_vector({0.625f}, {1});
+  const Tensor nan_loss = Tensor::from_vector({NAN}, {1});
+  const Tensor fine = random_tensor({1000}, 4);
+  Tensor big = Tensor::zeros({(int64_t{1} << 24) + 4096});
+  big.data<float>()[big.numel() - 1] = -INFINITY;
+  const auto run = [&](Device d) {
+    const Tensor ledger = ops::new_ledger(d);
+    ops::add_step_figures(ledger, loss.to(d), logits.to(d), labels.to(d));
+    ops::add_step_figures(ledger, loss.to(d), logits.to(d), labels.to(d));
+    ops::record_non_finite(ledger, 1, {fine.to(d)});
+    ops::record_non_finite(ledger, 2, {fine.to(d), Tensor(), big.to(d)});
+    const ops::LedgerValues first = ops::take_ledger(ledger);
+    ops::add_step_figures(ledger, nan_loss.to(d), logits.to(d), labels.to(d));
+    ops::record_non_finite(ledger, 3, {big.to(d)});
+    return std::pair{first, ops::take_ledger(ledger)};
+  };
+  const auto [cpu_first, cpu_second] = run(Device::cpu());
+  const auto [gpu_first, gpu_second] = run(kGpu);
+  EXPECT_EQ(gpu_first.loss_sum, cpu_first.loss_sum);
+  EXPECT_EQ(gpu_first.correct, cpu_first.correct);
+  EXPECT_EQ(cpu_first.bad_tag, 2);
+  EXPECT_EQ(gpu_first.bad_tag, 2);
+  EXPECT_EQ(gpu_first.bad_cause, 2) << "the undefined gradient keeps its index";
+  EXPECT_EQ(gpu_first.bad_count, 1);
+  EXPECT_EQ(gpu_first.bad_first, ops::kNegInfBit);
+  EXPECT_EQ(gpu_second.bad_tag, 3);
+  EXPECT_EQ(gpu_second.bad_cause, -1) << "the loss counts before the gradients";
+  EXPECT_EQ(gpu_second.bad_first, cpu_second.bad_first);
 }
 
 TEST(CudaOps, ArgmaxAndCountCorrectTakeTheFirstMaximum) {

@@ -139,6 +139,12 @@ class Backend {
   virtual Tensor argmax(const Tensor& x) const = 0;  // [N, K] -> int64 [N]
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) const = 0;
 
+  // The step ledger's kernels (ops/ledger.h, which states their contracts): add to it in
+  // place, on its device, without waiting for the device.
+  virtual void add_step_figures(const Tensor& ledger, const Tensor& loss_sum, const Tensor& logits,
+                                const Tensor& labels) const = 0;
+  virtual void record_non_finite(const Tensor& ledger, int64_t tag, const std::vector<Tensor>& gradients) const = 0;
+
   // The tensors one after another in one flat buffer of their total size, and back: what a
   // collective sends, so that a whole model costs one allreduce. `flat` is memory of this
   // backend's device (host memory for the CPU). unpack writes flat * scale.

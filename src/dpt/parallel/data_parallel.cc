@@ -46,15 +46,21 @@ DataParallel::DataParallel(std::unique_ptr<nn::Module> module, std::vector<Devic
 }
 
 StepResult DataParallel::forward_backward(const Tensor& X, const Tensor& y, GradientSync sync) {
-  return step(group_->scatter(X, y), X.dim(0), sync);
+  step(group_->scatter(X, y), X.dim(0), sync);
+  return group_->read_ledger().figures;
 }
 
 StepResult DataParallel::forward_backward(const data::Batch& batch, GradientSync sync) {
-  const int64_t global_batch = batch.global_size > 0 ? batch.global_size : batch.labels.dim(0);
-  return step(group_->scatter(batch), global_batch, sync);
+  queue_forward_backward(batch, sync);
+  return group_->read_ledger().figures;
 }
 
-StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync) {
+void DataParallel::queue_forward_backward(const data::Batch& batch, GradientSync sync) {
+  const int64_t global_batch = batch.global_size > 0 ? batch.global_size : batch.labels.dim(0);
+  step(group_->scatter(batch), global_batch, sync);
+}
+
+void DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync) {
   const auto forward = [&](int device, const Shard& shard) {
     Tensor logits = (*modules_[device])(shard.X);
     Tensor loss = shard_loss_sum(logits, shard);
@@ -64,7 +70,7 @@ StepResult DataParallel::step(const std::vector<Shard>& shards, int64_t global_b
   // batch since the last allreduce).
   if (!group_->holds_unreduced_gradients()) accumulated_examples_ = 0;
   accumulated_examples_ += global_batch;
-  return group_->step(shards, global_batch, forward, 1.0f / static_cast<float>(accumulated_examples_), sync);
+  group_->step(shards, global_batch, forward, 1.0f / static_cast<float>(accumulated_examples_), sync);
 }
 
 std::vector<int64_t> DataParallel::confusion_matrix(const data::Dataset& data, int64_t batch_size, int64_t classes) {

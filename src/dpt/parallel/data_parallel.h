@@ -45,6 +45,12 @@ class DataParallel {
   // The same for a batch from a data::BatchLoader: in a multi-process job, this process's
   // shard of a global batch of batch.global_size examples (possibly an empty shard).
   StepResult forward_backward(const data::Batch& batch, GradientSync sync = GradientSync::now);
+  // Both read the step's figures back at once (on a GPU: wait for it). The training loop
+  // instead queues its steps and reads the figures every few steps (ReplicaGroup):
+  // forward_backward without the read; the figures wait in the ledgers for read_ledger.
+  void queue_forward_backward(const data::Batch& batch, GradientSync sync = GradientSync::now);
+  void check_finite(int64_t tag) { group_->check_finite(tag); }
+  StepLedger read_ledger() { return group_->read_ledger(); }
 
   // Predictions right over `data`, each batch split across the devices as above (in a
   // multi-process job across the processes, and the counts summed). In eval mode, on CPU
@@ -71,7 +77,7 @@ class DataParallel {
   void eval() { train(false); }
 
  private:
-  StepResult step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync);
+  void step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync);
   bool fold_batch_norm_ = true;
 
   std::vector<std::unique_ptr<nn::Module>> modules_;  // one replica per device

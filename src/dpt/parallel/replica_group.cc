@@ -6,6 +6,7 @@
 #include "dpt/autograd/engine.h"
 #include "dpt/core/config_error.h"
 #include "dpt/core/trace.h"
+#include "dpt/ops/ledger.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/device_list.h"
@@ -69,6 +70,7 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
       replicas_(std::move(replicas)),
       flat_buffers_(devices.size()),
       accumulated_(devices.size()) {
+  for (const Device& d : devices) ledgers_.push_back(ops::new_ledger(d));
   if (replicas_.size() != devices.size()) {
     throw std::invalid_argument("ReplicaGroup: " + std::to_string(replicas_.size()) + " replicas for " +
                                 std::to_string(devices.size()) + " devices");
@@ -118,12 +120,21 @@ int ReplicaGroup::active_replicas(int64_t examples) const {
   return static_cast<int>(std::min(examples, replicas));
 }
 
-StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
-                              float gradient_scale, GradientSync sync) {
+namespace {
+int64_t rows_in(const std::vector<Shard>& shards) {
+  int64_t rows = 0;
+  for (const Shard& s : shards) rows += s.X.dim(0);
+  return rows;
+}
+}  // namespace
+
+void ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
+                        float gradient_scale, GradientSync sync) {
+  unread_examples_ += rows_in(shards);
   if (deterministic()) {
-    const StepResult result = deterministic_step(shards, global_batch, forward, gradient_scale, sync);
+    deterministic_step(shards, global_batch, forward, gradient_scale, sync);
     accumulating_ = sync == GradientSync::later;
-    return result;
+    return;
   }
   if (options_.sync_bn && active_replicas(global_batch) < job_replicas()) {
     throw ConfigError("sync_bn", "`sync_bn` needs examples on every one of the " + std::to_string(job_replicas()) +
@@ -131,7 +142,6 @@ StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_b
                                      " examples leaves some idle (an epoch's last batch?): choose `batch_size` and "
                                      "`train_limit` so that no batch is smaller than the devices");
   }
-  std::vector<StepResult> per_device(replicas_.size());
   const float buffer_scale = 1.0f / static_cast<float>(std::max(1, active_replicas(global_batch)));
   pool_.run_all([&](int device) {
     const bool has_examples = device < static_cast<int>(shards.size()) && shards[device].X.dim(0) > 0;
@@ -143,14 +153,40 @@ StepResult ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_b
       allreduce_tensors(*comm_, global_rank(device), replica.buffers, flat_buffers_[device], buffer_scale);
     }
     if (has_examples) {
-      const Shard& shard = shards[device];
-      per_device[device] = {out.loss_sum.item(), ops::count_correct(out.logits.detach(), shard.y), shard.X.dim(0)};
+      ops::add_step_figures(ledgers_[device], out.loss_sum, out.logits.detach(), shards[device].y);
     }
   });
   accumulating_ = sync == GradientSync::later;
-  StepResult total;
-  for (const StepResult& part : per_device) total += part;
-  return options_.process_group.distributed() ? job_figures(total) : total;
+}
+
+void ReplicaGroup::check_finite(int64_t tag) {
+  pool_.run_all([&](int device) {
+    std::vector<Tensor> grads;
+    if (device == 0) {
+      for (const Tensor& p : replicas_[0].params) grads.push_back(p.grad());
+    }
+    ops::record_non_finite(ledgers_[device], tag, grads);
+  });
+}
+
+StepLedger ReplicaGroup::read_ledger() {
+  // Device order, from zero: the same sums as adding each device's figures as it finished.
+  StepLedger ledger;
+  std::vector<NonFiniteUpdate> records;
+  for (const Tensor& l : ledgers_) {
+    const ops::LedgerValues v = ops::take_ledger(l);
+    ledger.figures.loss_sum += v.loss_sum;
+    ledger.figures.correct += v.correct;
+    records.push_back({v.bad_tag, v.bad_cause, v.bad_count, v.bad_first});
+  }
+  ledger.figures.examples = unread_examples_;
+  unread_examples_ = 0;
+  if (options_.process_group.distributed()) {
+    ledger.figures = job_figures(ledger.figures);
+    records = job_records(first_non_finite(records).value_or(NonFiniteUpdate{}));
+  }
+  ledger.non_finite = first_non_finite(records);
+  return ledger;
 }
 
 void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
@@ -201,6 +237,26 @@ StepResult ReplicaGroup::job_figures(const StepResult& local) {
     comm_->allreduce(global_rank(0), counts, 2, ReduceOp::sum);
   });
   return {loss, counts[0], counts[1]};
+}
+
+bool ReplicaGroup::ledger_reads_are_free() const {
+  return std::all_of(ledgers_.begin(), ledgers_.end(), [](const Tensor& l) { return l.device().kind == Device::Kind::cpu; });
+}
+
+std::vector<NonFiniteUpdate> ReplicaGroup::job_records(const NonFiniteUpdate& local) {
+  // Every rank's record to every rank: each fills its own row of zeros, and an integer sum
+  // is then a gather. Only at a read, every few steps: four integers per process.
+  const int ranks = options_.process_group.size();
+  std::vector<int64_t> rows(static_cast<size_t>(ranks) * 4, 0);
+  const size_t mine = static_cast<size_t>(options_.process_group.rank) * 4;
+  rows[mine] = local.tag;
+  rows[mine + 1] = local.cause;
+  rows[mine + 2] = local.count;
+  rows[mine + 3] = local.first;
+  pool_.run_on(0, [&] { comm_->allreduce(global_rank(0), rows.data(), rows.size(), ReduceOp::sum); });
+  std::vector<NonFiniteUpdate> records;
+  for (int r = 0; r < ranks; ++r) records.push_back({rows[r * 4], rows[r * 4 + 1], rows[r * 4 + 2], rows[r * 4 + 3]});
+  return records;
 }
 
 void ReplicaGroup::update(const std::function<void(int device)>& apply) {

@@ -13,6 +13,12 @@
 // Control data (the step's figures, evaluation counts, the stop request) travels on typed
 // collectives: integers as integers, never as float sums.
 //
+// A step never waits for a GPU: each device adds its shard's loss sum and correct count to
+// its step ledger (ops/ledger.h) with device ops, and check_finite records there whether an
+// update held a NaN or an infinity; read_ledger copies the ledgers to the host only when
+// the caller needs the figures (the training loop: every few steps on GPUs, at once on CPUs,
+// where reading costs nothing).
+//
 // Deterministic mode (options.deterministic_chunk = K): the unit of work is a chunk of K
 // examples of the global batch (the last one shorter); devices only decide where chunks
 // run (whole chunks per device, data::shard_rows). Each chunk's forward and backward runs
@@ -38,6 +44,7 @@
 #include "dpt/parallel/gradient_bucketer.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/split_evaluation.h"
+#include "dpt/parallel/step_ledger.h"
 #include "dpt/parallel/step_result.h"
 
 namespace dpt::parallel {
@@ -107,9 +114,20 @@ class ReplicaGroup {
   // Every parameter's gradient ends as the sum over the job's `global_batch` examples
   // times `gradient_scale`; the buffers as their mean over the replicas with examples.
   // Earlier gradients are dropped first, unless the previous step was GradientSync::later
-  // (see there). Returns the job's figures (every rank the same).
-  StepResult step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
-                  float gradient_scale, GradientSync sync = GradientSync::now);
+  // (see there). The step's loss sum and correct count are added to the devices' ledgers,
+  // for read_ledger: nothing here waits for a GPU.
+  void step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
+            float gradient_scale, GradientSync sync = GradientSync::now);
+  // Records in the ledgers, on the devices, whether the update whose gradients the last
+  // GradientSync::now step left (tagged `tag` > 0) holds a non-finite loss (any device's)
+  // or gradient (device 0's: after the allreduce all replicas hold the same).
+  void check_finite(int64_t tag);
+  // The job's figures of every step since the last read and the first non-finite update
+  // check_finite recorded since then; zeroes the ledgers. Waits for the devices; a
+  // collective in a multi-process job (every rank reads after the same steps).
+  StepLedger read_ledger();
+  // Whether read_ledger costs nothing: every device is a CPU, with nothing to wait for.
+  bool ledger_reads_are_free() const;
   // Whether gradients of GradientSync::later steps are waiting for their allreduce.
   bool holds_unreduced_gradients() const { return accumulating_; }
 
@@ -149,12 +167,13 @@ class ReplicaGroup {
   void compute_and_allreduce(int device, const Shard* shard, const ShardForward& forward, float scale,
                              GradientSync sync, ShardOutput& out);
   StepResult job_figures(const StepResult& local);
+  std::vector<NonFiniteUpdate> job_records(const NonFiniteUpdate& local);
   bool deterministic() const { return options_.deterministic_chunk > 0; }
   int job_replicas() const { return options_.process_group.size() * pool_.size(); }
-  StepResult deterministic_step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
-                                float gradient_scale, GradientSync sync);
-  StepResult compute_chunks(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward,
-                            float gradient_scale, GradientSync sync);
+  void deterministic_step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
+                          float gradient_scale, GradientSync sync);
+  void compute_chunks(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward,
+                      float gradient_scale, GradientSync sync);
   // Every rank's tree nodes, on every rank, in chunk order.
   std::vector<TreeNode> exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks, size_t values);
 
@@ -163,6 +182,8 @@ class ReplicaGroup {
   std::shared_ptr<Communicator> comm_;
   std::vector<ReplicaTensors> replicas_;
   std::vector<std::vector<float>> flat_buffers_;  // one per device, reused every step
+  std::vector<Tensor> ledgers_;                   // one per device, on it (ops/ledger.h)
+  int64_t unread_examples_ = 0;                   // this process's, since the last read_ledger
   bool accumulating_ = false;  // the last step was GradientSync::later
   // Deterministic mode's sums of the GradientSync::later steps' gradients, one per device.
   std::vector<std::vector<float>> accumulated_;

@@ -7,6 +7,7 @@
 #include "dpt/autograd/engine.h"
 #include "dpt/core/trace.h"
 #include "dpt/ops/backend.h"
+#include "dpt/ops/ledger.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/replica_group.h"
 
@@ -32,20 +33,16 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
 }
 }  // namespace
 
-StepResult ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, int64_t global_batch,
-                                            const ShardForward& forward, float gradient_scale, GradientSync sync) {
-  std::vector<StepResult> per_device(replicas_.size());
+void ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, int64_t global_batch,
+                                      const ShardForward& forward, float gradient_scale, GradientSync sync) {
   pool_.run_all([&](int device) {
     const Shard* shard = device < static_cast<int>(shards.size()) ? &shards[device] : nullptr;
-    per_device[device] = compute_chunks(device, shard, global_batch, forward, gradient_scale, sync);
+    compute_chunks(device, shard, global_batch, forward, gradient_scale, sync);
   });
-  StepResult total;
-  for (const StepResult& part : per_device) total += part;
-  return options_.process_group.distributed() ? job_figures(total) : total;
 }
 
-StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global_batch,
-                                        const ShardForward& forward, float gradient_scale, GradientSync sync) {
+void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global_batch,
+                                  const ShardForward& forward, float gradient_scale, GradientSync sync) {
   const int64_t chunk = options_.deterministic_chunk;
   const int64_t chunks = data::chunks_in(global_batch, chunk);
   const data::RowRange mine = data::shard_rows(chunks, job_replicas(), global_rank(device));
@@ -58,7 +55,6 @@ StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t 
   const ReplicaTensors& replica = replicas_[device];
   const std::vector<float> buffers_at_start = packed(replica.buffers);
   ChunkTree gradient_tree(mine.begin, mine.end, chunks), buffer_tree(mine.begin, mine.end, chunks);
-  StepResult figures;
   for (int64_t c = mine.begin; c < mine.end; ++c) {
     const int64_t first = c * chunk - rows.begin;
     const Shard part = shard_slice(*shard, first, std::min(chunk, shard_rows - first));
@@ -77,7 +73,7 @@ StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t 
     }
     gradient_tree.add_chunk(c, packed(gradients_of(replica.params)));
     buffer_tree.add_chunk(c, packed(replica.buffers));
-    figures += {out.loss_sum.item(), ops::count_correct(out.logits.detach(), part.y), part.X.dim(0)};
+    ops::add_step_figures(ledgers_[device], out.loss_sum, out.logits.detach(), part.y);
   }
   const trace::Span tree_span(trace::Phase::tree_sum);  // to the end of the step
   std::vector<float> gradient =
@@ -99,7 +95,6 @@ StepResult ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t 
         combine_nodes(exchange_nodes(device, buffer_tree.nodes(), chunks, total_values(replica.buffers)), chunks);
     ops::cpu_backend().unpack(buffers.data(), replica.buffers, 1.0f / static_cast<float>(chunks));
   }
-  return figures;
 }
 
 std::vector<TreeNode> ReplicaGroup::exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks,

@@ -3,32 +3,42 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dpt/ops/ledger.h"
+
 namespace dpt::train {
 
 namespace {
-// "nan", "inf" or "-inf" (std::to_string would print "-nan" for some NaNs).
-std::string non_finite_str(double value) {
-  if (std::isnan(value)) return "nan";
-  return value > 0 ? "inf" : "-inf";
+// "nan", "inf" or "-inf" from ops::non_finite_bit's bits; several, as a sum of them would
+// be: NaN with any other, or +inf with -inf, is nan.
+std::string non_finite_str(int64_t bits) {
+  if ((bits & ops::kNanBit) != 0 || (bits & (ops::kPosInfBit | ops::kNegInfBit)) == (ops::kPosInfBit | ops::kNegInfBit))
+    return "nan";
+  return (bits & ops::kPosInfBit) != 0 ? "inf" : "-inf";
 }
 }  // namespace
 
+std::string describe_non_finite(const parallel::NonFiniteUpdate& update, const std::vector<std::string>& names) {
+  if (update.cause < 0) return "the loss is " + non_finite_str(update.first);
+  const std::string name = update.cause < static_cast<int64_t>(names.size()) ? names[update.cause]
+                                                                             : "parameter " + std::to_string(update.cause);
+  return "the gradient of " + name + " holds " + std::to_string(update.count) + " non-finite value" +
+         (update.count == 1 ? "" : "s") + " (the first is " + non_finite_str(update.first) + ")";
+}
+
 std::optional<std::string> find_non_finite(double loss_sum,
                                            const std::vector<std::pair<std::string, Tensor>>& gradients) {
-  if (!std::isfinite(loss_sum)) return "the loss is " + non_finite_str(loss_sum);
-  for (const auto& [name, grad] : gradients) {
+  if (!std::isfinite(loss_sum)) return describe_non_finite({1, -1, 0, ops::non_finite_bit(loss_sum)}, {});
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    const Tensor& grad = gradients[i].second;
     if (!grad.defined()) continue;
     const Tensor host = grad.device().kind == Device::Kind::cuda ? grad.to(Device::cpu()) : grad;
     const float* g = host.data<float>();
-    // Runs every step over every gradient: count first (a loop without branches), and
-    // look for the first bad value only when there is one.
     const int64_t n = grad.numel();
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; ++i) bad += std::isfinite(g[i]) ? 0 : 1;
+    int64_t bad = 0;  // count first (a loop without branches), find the first only when there is one
+    for (int64_t k = 0; k < n; ++k) bad += std::isfinite(g[k]) ? 0 : 1;
     if (bad > 0) {
       const float first = *std::find_if(g, g + n, [](float v) { return !std::isfinite(v); });
-      return "the gradient of " + name + " holds " + std::to_string(bad) + " non-finite value" + (bad == 1 ? "" : "s") +
-             " (the first is " + non_finite_str(first) + ")";
+      return describe_non_finite({1, 0, bad, ops::non_finite_bit(first)}, {gradients[i].first});
     }
   }
   return std::nullopt;

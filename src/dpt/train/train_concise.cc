@@ -17,9 +17,12 @@ class DataParallelTrainable : public Trainable {
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override {
     return net_.forward_backward(X, y);  // zeroes the previous gradients first
   }
-  StepResult compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) override {
-    return net_.forward_backward(batch, sync);
+  void compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) override {
+    net_.queue_forward_backward(batch, sync);
   }
+  void check_finite(int64_t tag) override { net_.check_finite(tag); }
+  parallel::StepLedger read_ledger() override { return net_.read_ledger(); }
+  bool ledger_reads_are_free() const override { return net_.group().ledger_reads_are_free(); }
   std::pair<int64_t, int64_t> data_shard() const override {
     const parallel::ProcessGroup& group = net_.process_group();
     return {group.rank, group.size()};

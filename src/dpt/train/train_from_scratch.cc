@@ -40,16 +40,17 @@ ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Te
       lr_(config.lr) {}
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
-  return run_step(group_.scatter(X, y), X.dim(0));
+  run_step(group_.scatter(X, y), X.dim(0));
+  return group_.read_ledger().figures;
 }
 
-StepResult ScratchTrainer::compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) {
+void ScratchTrainer::compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) {
   const int64_t global_batch = batch.global_size > 0 ? batch.global_size : batch.labels.dim(0);
-  return run_step(group_.scatter(batch), global_batch, sync);
+  run_step(group_.scatter(batch), global_batch, sync);
 }
 
-StepResult ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch,
-                                    parallel::GradientSync sync) {
+void ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch,
+                              parallel::GradientSync sync) {
   const auto forward = [&](int device, const parallel::Shard& shard) {
     Tensor logits = nn::lenet(shard.X, device_params_[device]);
     Tensor loss = parallel::shard_loss_sum(logits, shard);
@@ -57,9 +58,8 @@ StepResult ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, 
   };
   // Accumulated micro-batches add up: sgd divides their summed gradient by all their examples.
   if (!group_.holds_unreduced_gradients()) pending_batch_ = 0;
-  const StepResult result = group_.step(shards, global_batch, forward, 1.0f, sync);
+  group_.step(shards, global_batch, forward, 1.0f, sync);
   pending_batch_ += global_batch;
-  return result;
 }
 
 std::pair<int64_t, int64_t> ScratchTrainer::data_shard() const {

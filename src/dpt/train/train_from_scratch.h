@@ -58,7 +58,10 @@ class ScratchTrainer : public Trainable {
 
   // Trainable, for the shared training loop.
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override;
-  StepResult compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) override;
+  void compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) override;
+  void check_finite(int64_t tag) override { group_.check_finite(tag); }
+  parallel::StepLedger read_ledger() override { return group_.read_ledger(); }
+  bool ledger_reads_are_free() const override { return group_.ledger_reads_are_free(); }
   std::pair<int64_t, int64_t> data_shard() const override;
   int64_t deterministic_chunk() const override { return config_.deterministic_chunk; }
   bool writes_checkpoints() const override { return config_.process_group.is_root(); }
@@ -84,8 +87,8 @@ class ScratchTrainer : public Trainable {
  private:
   // The lesson's step on the shards of one global batch: forward, summed loss and backward
   // on every device, then the gradient allreduce (a sum: sgd divides by the batch).
-  StepResult run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch,
-                      parallel::GradientSync sync = parallel::GradientSync::now);
+  void run_step(const std::vector<parallel::Shard>& shards, int64_t global_batch,
+                parallel::GradientSync sync = parallel::GradientSync::now);
 
   ScratchConfig config_;
   std::vector<std::vector<Tensor>> device_params_;  // the lesson's replicate(): one per device

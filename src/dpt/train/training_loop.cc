@@ -13,6 +13,7 @@
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/train/config.h"
+#include "dpt/train/ledger_reads.h"
 #include "dpt/train/timer.h"
 
 namespace dpt::train {
@@ -174,6 +175,32 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   const int64_t steps_per_epoch = (loader.num_batches() + accumulate - 1) / accumulate;
   const float base_lr = optim::scaled_lr(settings.lr, settings.lr_scaling, settings.batch_size * accumulate);
 
+  // The figures and the divergence record wait on the devices until a read (ledger_reads.h).
+  LedgerReads reads(model.ledger_reads_are_free(), run.on_nan);
+  // Reads the ledgers, adding the figures to `into`; the divergence message of the first
+  // non-finite update since the last read, if there was one.
+  const auto read_ledger = [&](StepResult& into) -> std::optional<std::string> {
+    const parallel::StepLedger ledger = model.read_ledger();
+    into += ledger.figures;
+    std::optional<std::string> message;
+    if (ledger.non_finite) {
+      std::vector<std::string> names;
+      for (const auto& [name, grad] : model.named_gradients()) names.push_back(name);
+      const auto [epoch, step] = reads.where(ledger.non_finite->tag);
+      message = divergence_message(describe_non_finite(*ledger.non_finite, names), epoch, step, settings.lr);
+    }
+    reads.read_done();
+    return message;
+  };
+  // Before a checkpoint and at an epoch's end: every update read, the figures complete.
+  const auto read_unread = [&] {
+    if (!reads.any_unread()) return;
+    StepResult late;
+    if (const auto message = read_ledger(late)) throw DivergenceError(*message);
+    state.epoch_sum += late;
+    result.examples_trained += late.examples;
+  };
+
   for (int64_t epoch = state.position.epoch; epoch < settings.epochs; ++epoch) {
     model.set_training(true);
     loader.seek(epoch, state.position.batch_offset);
@@ -190,7 +217,8 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
         ++micro;
         const bool last = micro == accumulate || loader.batch_offset() == loader.num_batches();
         const trace::Span span(trace::Phase::step);
-        step += model.compute_batch_gradients(batch, last ? parallel::GradientSync::now : parallel::GradientSync::later);
+        model.compute_batch_gradients(batch, last ? parallel::GradientSync::now : parallel::GradientSync::later);
+        if (reads.after_each_micro_batch()) step += model.read_ledger().figures;
       }
       if (micro == 0) {
         iteration.discard();
@@ -200,16 +228,17 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
           optim::learning_rate(settings.schedule, state.position.global_step, steps_per_epoch, settings.epochs, base_lr));
       state.position.batch_offset = loader.batch_offset();
       ++state.position.global_step;
-      std::optional<std::string> cause;
+      std::optional<std::string> diverged;
       {
         const trace::Span span(trace::Phase::guard);
-        cause = find_non_finite(step.loss_sum, model.named_gradients());
+        model.check_finite(state.position.global_step);
+        reads.checked(state.position.global_step, epoch + 1, loader.batch_offset());
+        if (reads.due(state.epoch_sum.examples > 0)) diverged = read_ledger(step);
       }
-      if (cause) {
-        const std::string message = divergence_message(*cause, epoch + 1, loader.batch_offset(), settings.lr);
-        if (run.on_nan == OnNan::stop) throw DivergenceError(message);
-        ++result.skipped_steps;
-        if (run.warn) run.warn(message + " (`on_nan` skip: update dropped)");
+      if (diverged) {
+        if (run.on_nan == OnNan::stop) throw DivergenceError(*diverged);
+        ++result.skipped_steps;  // on_nan skip reads every update: this one diverged
+        if (run.warn) run.warn(*diverged + " (`on_nan` skip: update dropped)");
       } else {
         model.apply_update();
         state.epoch_sum += step;
@@ -221,6 +250,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
       }
       const int signal = stop_requested();
       if (checkpointer.due_after_step(state.position.global_step) || (signal != 0 && checkpointer.enabled())) {
+        read_unread();
         LoopState snapshot = state;
         snapshot.epoch_seconds += timer.elapsed();
         const std::filesystem::path saved = checkpointer.save(snapshot);
@@ -230,6 +260,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
       if (signal != 0)
         throw TrainingInterrupted(interrupted_message(signal, state.position, {}, run.checkpoint_dir), signal);
     }
+    read_unread();
     const double seconds = timer.stop();
     result.train_seconds += seconds;
     EpochStats stats = epoch_stats(static_cast<int>(epoch + 1), state.epoch_sum, state.epoch_seconds + seconds);

@@ -1,5 +1,5 @@
-// The epoch loop both APIs share: shuffled minibatches, the divergence guard before each
-// update, progress callbacks, evaluation after each epoch, checkpoints (every N steps
+// The epoch loop both APIs share: shuffled minibatches, the divergence guard on each
+// update (read lazily on GPUs: ledger_reads.h), progress callbacks, evaluation after each epoch, checkpoints (every N steps
 // and after every epoch), resuming from the newest checkpoint, and stopping cleanly when
 // asked (SIGINT/SIGTERM). What differs between the APIs, computing a step and what a
 // checkpoint holds, sits behind Trainable.
@@ -28,13 +28,23 @@ class Trainable {
  public:
   virtual ~Trainable() = default;
   // Forward and backward of the global batch (X, y) and the gradient allreduce: every
-  // replica then holds the same gradient. Nothing is updated yet.
+  // replica then holds the same gradient. Nothing is updated yet. Returns the batch's
+  // figures (read back at once).
   virtual StepResult compute_gradients(const Tensor& X, const Tensor& y) = 0;
   // What the loop calls with each batch of its loader: the global batch unless the model
   // is one process of a multi-process job (data_shard), whose batches are its shards.
   // With gradient accumulation every micro-batch but an update's last is GradientSync::later:
   // its gradients are kept and the next call's added to them (parallel::GradientSync).
-  virtual StepResult compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) = 0;
+  // The figures stay on the devices, for read_ledger.
+  virtual void compute_batch_gradients(const data::Batch& batch, parallel::GradientSync sync) = 0;
+  // Queues the devices' finite check of the update the last GradientSync::now call left,
+  // tagged `tag` (parallel::ReplicaGroup::check_finite).
+  virtual void check_finite(int64_t tag) = 0;
+  // The figures and the first non-finite update since the last read (a collective in a
+  // multi-process job); waits for the devices.
+  virtual parallel::StepLedger read_ledger() = 0;
+  // Whether read_ledger costs nothing: every device is a CPU (ledger_reads.h).
+  virtual bool ledger_reads_are_free() const = 0;
   // Shard {index, count} of every global batch this process reads: {rank, processes} in a
   // multi-process job, where every process shuffles with the same seed (a distributed
   // sampler); {0, 1} otherwise.

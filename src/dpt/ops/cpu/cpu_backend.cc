@@ -90,6 +90,13 @@ class CpuBackend final : public Backend {
   int64_t count_correct(const Tensor& logits, const Tensor& labels) const override {
     return cpu::count_correct(logits, labels);
   }
+  void add_step_figures(const Tensor& ledger, const Tensor& loss_sum, const Tensor& logits,
+                        const Tensor& labels) const override {
+    cpu::add_step_figures(ledger, loss_sum, logits, labels);
+  }
+  void record_non_finite(const Tensor& ledger, int64_t tag, const std::vector<Tensor>& gradients) const override {
+    cpu::record_non_finite(ledger, tag, gradients);
+  }
   void pack(const std::vector<Tensor>& tensors, float* flat) const override { cpu::pack(tensors, flat); }
   void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale) const override {
     cpu::unpack(flat, tensors, scale);

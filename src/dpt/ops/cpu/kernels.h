@@ -113,5 +113,8 @@ CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& lab
 Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction);
 Tensor argmax(const Tensor& x);
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
+// The step ledger's kernels (ops/ledger.h).
+void add_step_figures(const Tensor& ledger, const Tensor& loss_sum, const Tensor& logits, const Tensor& labels);
+void record_non_finite(const Tensor& ledger, int64_t tag, const std::vector<Tensor>& gradients);
 
 }  // namespace dpt::ops::cpu

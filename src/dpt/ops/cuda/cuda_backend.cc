@@ -1,12 +1,14 @@
 // ops::Backend for Device::Kind::cuda: cuDNN and cuBLAS where they serve (cuda_kernels.h),
 // our own kernels for the rest (launch.h). Everything is queued on the device's stream;
 // only the results the host asks for (a count, a loss) wait for it.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "dpt/ops/cuda/cuda_kernels.h"
 #include "dpt/ops/cuda/device_tensor.h"
 #include "dpt/ops/cuda/launch.h"
+#include "dpt/ops/ledger.h"
 
 namespace dpt::ops {
 
@@ -18,6 +20,11 @@ Tensor like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.devi
 int64_t channels(const Tensor& x) { return x.dim(1); }
 int64_t plane(const Tensor& x) { return x.dim(2) * x.dim(3); }
 cudaStream_t stream_of(const Tensor& t) { return cuda::context_of(t).stream; }
+// The partial sums of the BatchNorm kernels for x [N, C, H, W] (launch.h).
+size_t batch_norm_scratch_bytes(const Tensor& x) {
+  const int64_t parts = cuda::batch_norm_parts(x.dim(0), channels(x), plane(x));
+  return static_cast<size_t>(2 * channels(x) * parts) * sizeof(double);
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -60,7 +67,9 @@ class CudaBackend final : public Backend {
     if (use_batch_stats) {
       result.mean = Tensor::empty({channels(x)}, DType::f32, x.device());
       result.variance = Tensor::empty({channels(x)}, DType::f32, x.device());
-      cuda::batch_norm_stats(f32(x), f32(result.mean), f32(result.variance), x.dim(0), channels(x), plane(x), s);
+      cuda::Workspace scratch(x.device().index, batch_norm_scratch_bytes(x));
+      cuda::batch_norm_stats(f32(x), f32(result.mean), f32(result.variance), static_cast<double*>(scratch.data()),
+                             x.dim(0), channels(x), plane(x), s);
     }
     cuda::batch_norm_apply(f32(x), f32(result.mean), f32(result.variance), f32(gamma), f32(beta), f32(result.out),
                            x.dim(0), channels(x), plane(x), eps, s);
@@ -70,9 +79,10 @@ class CudaBackend final : public Backend {
                                      bool use_batch_stats, const Tensor& mean, const Tensor& variance,
                                      float eps) const override {
     BatchNormGrads grads{like(x), like(gamma), like(gamma)};
+    cuda::Workspace scratch(x.device().index, batch_norm_scratch_bytes(x));
     cuda::batch_norm_backward(f32(grad_out), f32(x), f32(mean), f32(variance), f32(gamma), f32(grads.grad_x),
-                              f32(grads.grad_gamma), f32(grads.grad_beta), x.dim(0), channels(x), plane(x), eps,
-                              use_batch_stats, stream_of(x));
+                              f32(grads.grad_gamma), f32(grads.grad_beta), static_cast<double*>(scratch.data()),
+                              x.dim(0), channels(x), plane(x), eps, use_batch_stats, stream_of(x));
     return grads;
   }
   void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
@@ -148,6 +158,29 @@ class CudaBackend final : public Backend {
     cuda::count_correct(f32(logits), i64(labels), reinterpret_cast<unsigned long long*>(i64(correct)), logits.dim(0),
                         logits.dim(1), stream_of(logits));
     return correct.to(Device::cpu()).data<int64_t>()[0];
+  }
+
+  void add_step_figures(const Tensor& ledger, const Tensor& loss_sum, const Tensor& logits,
+                        const Tensor& labels) const override {
+    const cudaStream_t s = stream_of(ledger);
+    cuda::count_correct(f32(logits), i64(labels), reinterpret_cast<unsigned long long*>(i64(ledger) + kCorrect),
+                        logits.dim(0), logits.dim(1), s);
+    cuda::add_step_loss(i64(ledger), f32(loss_sum), s);
+  }
+  void record_non_finite(const Tensor& ledger, int64_t tag, const std::vector<Tensor>& gradients) const override {
+    const cudaStream_t s = stream_of(ledger);
+    // Two zeroed counters per gradient, for this call only (the stream runs the commit
+    // before any later user of the block).
+    const size_t bytes = std::max<size_t>(1, gradients.size()) * 2 * sizeof(unsigned long long);
+    cuda::Workspace slots(ledger.device().index, bytes);
+    auto* counters = static_cast<unsigned long long*>(slots.data());
+    dpt::cuda::check(cudaMemsetAsync(counters, 0, bytes, s), "cudaMemsetAsync (record_non_finite's counters)");
+    for (size_t i = 0; i < gradients.size(); ++i) {
+      if (gradients[i].defined() && gradients[i].numel() > 0) {
+        cuda::scan_non_finite(f32(gradients[i]), gradients[i].numel(), counters + 2 * i, s);
+      }
+    }
+    cuda::commit_non_finite(i64(ledger), counters, static_cast<int64_t>(gradients.size()), tag, s);
   }
 
   void pack(const std::vector<Tensor>& tensors, float* flat) const override {

@@ -40,13 +40,24 @@ __global__ void channel_bias_kernel(float* y, const float* bias, int64_t total, 
 __global__ void row_bias_kernel(float* y, const float* bias, int64_t total, int64_t cols) {
   DPT_GRID_STRIDE_LOOP(i, total) y[i] += bias[i % cols];
 }
-// One block per column; threads stride over the rows.
+// One block per kSumTile columns: threadIdx.x picks the column, so that a warp reads
+// kSumTile consecutive floats of a row (coalesced), threadIdx.y a set of rows; the
+// kSumRowGroups partial sums of a column are then added in a fixed order (deterministic).
+constexpr int kSumTile = 32, kSumRowGroups = kThreads / kSumTile;
 __global__ void sum_rows_kernel(const float* m, float* out, int64_t rows, int64_t cols) {
-  const int64_t j = blockIdx.x;
+  __shared__ float partial[kSumRowGroups][kSumTile];
+  const int64_t j = blockIdx.x * static_cast<int64_t>(kSumTile) + threadIdx.x;
   float sum = 0.0f;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) sum += m[r * cols + j];
-  sum = block_sum(sum);
-  if (threadIdx.x == 0) out[j] = sum;
+  if (j < cols) {
+    for (int64_t r = threadIdx.y; r < rows; r += kSumRowGroups) sum += m[r * cols + j];
+  }
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < cols) {
+    float total = 0.0f;
+    for (int g = 0; g < kSumRowGroups; ++g) total += partial[g][threadIdx.x];
+    out[j] = total;
+  }
 }
 // One block per plane.
 __global__ void plane_mean_kernel(const float* x, float* out, int64_t plane) {
@@ -89,7 +100,8 @@ void add_row_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaS
 }
 void sum_rows(const float* m, float* out, int64_t rows, int64_t cols, cudaStream_t s) {
   if (cols == 0) return;  // a grid of no blocks is a launch error
-  DPT_LAUNCH(sum_rows_kernel, static_cast<unsigned>(cols), kThreads, 0, s, m, out, rows, cols);
+  const auto tiles = static_cast<unsigned>((cols + kSumTile - 1) / kSumTile);
+  DPT_LAUNCH(sum_rows_kernel, tiles, dim3(kSumTile, kSumRowGroups), 0, s, m, out, rows, cols);
 }
 void plane_mean(const float* x, float* out, int64_t planes, int64_t plane, cudaStream_t s) {
   if (planes == 0) return;

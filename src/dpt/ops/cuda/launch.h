@@ -42,16 +42,20 @@ void sum_rows(const float* m, float* out, int64_t rows, int64_t cols, cudaStream
 void plane_mean(const float* x, float* out, int64_t planes, int64_t plane, cudaStream_t stream);
 void plane_mean_backward(const float* grad_out, float* grad_x, int64_t planes, int64_t plane, cudaStream_t stream);
 
-// batch_norm.cu: per channel c of x [N, C, plane]. eps is added to the variance.
-void batch_norm_stats(const float* x, float* mean, float* variance, int64_t n, int64_t c, int64_t plane,
-                      cudaStream_t stream);
+// batch_norm.cu: per channel c of x [N, C, plane]. eps is added to the variance. The sums
+// over a channel are split over batch_norm_parts(n, c, plane) blocks; `scratch` is device
+// memory for 2 * c * batch_norm_parts(n, c, plane) doubles of their partial sums.
+int64_t batch_norm_parts(int64_t n, int64_t c, int64_t plane);
+void batch_norm_stats(const float* x, float* mean, float* variance, double* scratch, int64_t n, int64_t c,
+                      int64_t plane, cudaStream_t stream);
 void batch_norm_apply(const float* x, const float* mean, const float* variance, const float* gamma, const float* beta,
                       float* y, int64_t n, int64_t c, int64_t plane, float eps, cudaStream_t stream);
 // grad_gamma = sum(g * xhat), grad_beta = sum(g); grad_x as for batch statistics when
-// batch_stats, else gamma * g / sqrt(var + eps). grad_gamma and grad_beta are always written.
+// batch_stats, else gamma * g / sqrt(var + eps). grad_gamma and grad_beta are always written;
+// grad_x when not null.
 void batch_norm_backward(const float* grad_out, const float* x, const float* mean, const float* variance,
-                         const float* gamma, float* grad_x, float* grad_gamma, float* grad_beta, int64_t n, int64_t c,
-                         int64_t plane, float eps, bool batch_stats, cudaStream_t stream);
+                         const float* gamma, float* grad_x, float* grad_gamma, float* grad_beta, double* scratch,
+                         int64_t n, int64_t c, int64_t plane, float eps, bool batch_stats, cudaStream_t stream);
 void batch_norm_update_running(float* running_mean, float* running_var, const float* mean, const float* variance,
                                int64_t c, float momentum, double unbiased, cudaStream_t stream);
 
@@ -68,5 +72,16 @@ void argmax_rows(const float* x, int64_t* out, int64_t n, int64_t k, cudaStream_
 // correct[0] += rows whose argmax (first maximum, as std::max_element) equals the label.
 void count_correct(const float* logits, const int64_t* labels, unsigned long long* correct, int64_t n, int64_t k,
                    cudaStream_t stream);
+
+// ledger.cu: the step ledger's kernels (ops/ledger.h), on an int64 [kLedgerSlots] ledger.
+// ledger[kLossSum] (a double) += loss_sum[0]; a non-finite loss sets its bit in kLossNonFinite.
+void add_step_loss(int64_t* ledger, const float* loss_sum, cudaStream_t stream);
+// slots[0] += the non-finite values of values[0..n); slots[1] keeps the first one's index
+// and kind, encoded for commit_non_finite. slots: two zeroed counters per scanned tensor.
+void scan_non_finite(const float* values, int64_t n, unsigned long long* slots, cudaStream_t stream);
+// Ends update `tag` from the scans of `tensors` tensors (slots[2 * t], slots[2 * t + 1]) and
+// the ledger's loss bits: record_non_finite's commit, in one thread.
+void commit_non_finite(int64_t* ledger, const unsigned long long* slots, int64_t tensors, int64_t tag,
+                       cudaStream_t stream);
 
 }  // namespace dpt::ops::cuda
