@@ -24,6 +24,7 @@ namespace {
 std::unique_ptr<parallel::DataParallel> net_on(int devices, bool sync_bn) {
   parallel::DataParallelOptions options;
   options.sync_bn = sync_bn;
+  options.cores = devices;  // one thread per device: no OpenMP team (TSan cannot see into libgomp)
   return std::make_unique<parallel::DataParallel>(small_bn_net(), parallel::cpu_devices(devices), options);
 }
 
