@@ -40,24 +40,12 @@ Scan scan(const Tensor& grad) {
 
 void record_non_finite(const Tensor& ledger, int64_t tag, const std::vector<Tensor>& gradients) {
   int64_t* slots = ledger.data<int64_t>();
-  const int64_t loss_bits = slots[kLossNonFinite];
-  slots[kLossNonFinite] = 0;
-  if (slots[kBadTag] != 0) return;  // the first non-finite update is the one to report
-  if (loss_bits != 0) {
-    slots[kBadTag] = tag;
-    slots[kBadCause] = -1;
-    slots[kBadCount] = 0;
-    slots[kBadFirst] = loss_bits;
-    return;
-  }
+  if (!begin_non_finite_record(slots, tag)) return;
   for (size_t i = 0; i < gradients.size(); ++i) {
     if (!gradients[i].defined()) continue;
     const Scan s = scan(gradients[i]);
     if (s.count == 0) continue;
-    slots[kBadTag] = tag;
-    slots[kBadCause] = static_cast<int64_t>(i);
-    slots[kBadCount] = s.count;
-    slots[kBadFirst] = s.first;
+    write_non_finite(slots, tag, static_cast<int64_t>(i), s.count, s.first);
     return;
   }
 }

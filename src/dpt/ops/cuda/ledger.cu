@@ -70,23 +70,11 @@ __global__ void scan_kernel(const float* g, int64_t n, unsigned long long* slots
 }
 
 __global__ void commit_kernel(int64_t* ledger, const unsigned long long* slots, int64_t tensors, int64_t tag) {
-  const int64_t loss_bits = ledger[kLossNonFinite];
-  ledger[kLossNonFinite] = 0;
-  if (ledger[kBadTag] != 0) return;
-  if (loss_bits != 0) {
-    ledger[kBadTag] = tag;
-    ledger[kBadCause] = -1;
-    ledger[kBadCount] = 0;
-    ledger[kBadFirst] = loss_bits;
-    return;
-  }
+  if (!begin_non_finite_record(ledger, tag)) return;
   for (int64_t t = 0; t < tensors; ++t) {
     if (slots[2 * t] == 0) continue;
     const unsigned long long key = ULLONG_MAX - slots[2 * t + 1];
-    ledger[kBadTag] = tag;
-    ledger[kBadCause] = t;
-    ledger[kBadCount] = static_cast<int64_t>(slots[2 * t]);
-    ledger[kBadFirst] = int64_t{1} << (key % 4);  // the code back to its bit
+    write_non_finite(ledger, tag, t, static_cast<int64_t>(slots[2 * t]), int64_t{1} << (key % 4));  // code -> bit
     return;
   }
 }
