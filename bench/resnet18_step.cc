@@ -1,12 +1,15 @@
 // One ResNet-18 training step (forward, mean cross-entropy, backward) and one evaluation
-// forward on the CPU backend: how many layout reorders each runs, and how long it takes,
-// with activations kept in the convolutions' layout across residual adds and gradient sums
-// ("kept", the default) and as before 2026-12-04 ("plain": add and accumulate read plain),
-// alternating the two variants step by step in one run so that the machine's drift slows
-// both alike. Also times evaluation with BatchNorm folded into the convolutions
-// (nn::fold_batch_norm) against the unfolded evaluation, alternating the same way.
+// forward on the CPU backend: how many layout reorders each runs, and how long it takes, in
+// two variants alternated step by step in one run, so that the machine's drift slows both
+// alike:
+//   --compare fusion (default): every layer as its own op ("unfused": nn::set_layer_fusion
+//     and ops::set_fused_kernels off) against the fusion pass with the fused kernels ("fused");
+//   --compare layouts: add and accumulate reading their operands plain, as before 2026-12-04
+//     ("plain"), against activations kept in the convolutions' layout ("kept").
+// Also times evaluation with BatchNorm folded into the convolutions (nn::fold_batch_norm)
+// against the unfolded evaluation, alternating the same way.
 //
-//   build/bench/resnet18_step [--batch 32] [--steps 4] [--fold-only]
+//   build/bench/resnet18_step [--batch 32] [--steps 4] [--compare fusion|layouts] [--fold-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,9 +24,11 @@
 #include "dpt/autograd/node.h"
 #include "dpt/core/random.h"
 #include "dpt/nn/fold.h"
+#include "dpt/nn/fusion.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
 #include "dpt/ops/cpu/layout.h"
+#include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/ops.h"
 
 using dpt::Tensor;
@@ -44,16 +49,33 @@ int main(int argc, char** argv) {
   int64_t batch = 32;
   int steps = 4;
   bool fold_only = false;
+  std::string compare = "fusion";
   for (int i = 1; i < argc; i += 2) {
     if (!std::strcmp(argv[i], "--fold-only")) fold_only = true, --i;
     else if (i + 1 >= argc) return 2;
     else if (!std::strcmp(argv[i], "--batch")) batch = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--compare")) compare = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: %s [--batch 32] [--steps 4] [--fold-only]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--batch 32] [--steps 4] [--compare fusion|layouts] [--fold-only]\n", argv[0]);
       return 2;
     }
   }
+  if (compare != "fusion" && compare != "layouts") {
+    std::fprintf(stderr, "resnet18_step: --compare takes fusion or layouts, got %s\n", compare.c_str());
+    return 2;
+  }
+  // Variant 0 is the baseline, variant 1 the default behaviour.
+  const bool fusion = compare == "fusion";
+  const char* names[2] = {fusion ? "unfused" : "plain", fusion ? "fused" : "kept"};
+  const auto select = [&](int variant) {
+    if (fusion) {
+      nn::set_layer_fusion(variant == 1);
+      dpt::ops::set_fused_kernels(variant == 1);
+    } else {
+      cpu::set_keep_activation_layouts(variant == 1);
+    }
+  };
   auto net = nn::resnet18(10, 1);
   nn::init_weights(*net, nn::Init::kaiming, 0);
   dpt::Rng rng(1);
@@ -85,14 +107,13 @@ int main(int argc, char** argv) {
 
   std::printf("ResNet-18 on 28 x 28 images, batch %lld, %d timed steps per variant (after one warm-up each)\n",
               static_cast<long long>(batch), steps);
-  const char* names[2] = {"plain", "kept"};
   std::vector<double> step_ms[2], eval_ms[2];
   Count counts[2];
   int64_t eval_counts[2] = {0, 0};
   for (int s = fold_only ? steps : -1; s < steps; ++s) {
     for (int v = 0; v < 2; ++v) {
       const int variant = (s & 1) ? 1 - v : v;  // each goes first every other step
-      cpu::set_keep_activation_layouts(variant == 1);
+      select(variant);
       const double t0 = now_ms();
       train_step(counts[variant]);
       const double t1 = now_ms();
@@ -102,7 +123,7 @@ int main(int argc, char** argv) {
       if (s >= 0) step_ms[variant].push_back(t1 - t0), eval_ms[variant].push_back(t2 - t1);
     }
   }
-  cpu::set_keep_activation_layouts(true);
+  select(1);
   for (int v = 0; v < 2 && !fold_only; ++v)
     std::printf("  %-6s reorders per training step: %lld (forward %lld, backward %lld); per evaluation forward: %lld;"
                 " step %.1f ms, evaluation forward %.1f ms (medians)\n",
@@ -110,8 +131,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(counts[v].forward), static_cast<long long>(counts[v].backward),
                 static_cast<long long>(eval_counts[v]), median(step_ms[v]), median(eval_ms[v]));
   if (!fold_only)
-    std::printf("ratio (plain / kept): training step %.3fx, evaluation %.3fx\n", median(step_ms[0]) / median(step_ms[1]),
-              median(eval_ms[0]) / median(eval_ms[1]));
+    std::printf("ratio (%s / %s): training step %.3fx, evaluation %.3fx\n", names[0], names[1],
+                median(step_ms[0]) / median(step_ms[1]), median(eval_ms[0]) / median(eval_ms[1]));
 
   // Folded BatchNorm against unfolded, in eval mode, alternating.
   net->eval();

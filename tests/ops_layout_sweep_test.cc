@@ -33,12 +33,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <dnnl.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "dpt/core/cpu_features.h"
 #include "dpt/core/tensor.h"
 #include "dpt/ops/backend.h"
+#include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/layout.h"
 #include "test_support.h"
@@ -56,6 +58,13 @@ constexpr double kU = 1.0 / (1 << 24);  // float32's unit roundoff
 constexpr double kLambda = 8.0;
 
 const ops::Backend& backend() { return ops::cpu_backend(); }
+// The CPU backend's fused kernels (ops/fused_kernels.h), checked against the composition of
+// the reference kernels, which this sweep checks against double loops.
+const ops::FusedKernels& fused() {
+  const ops::FusedKernels* kernels = backend().fused();
+  if (kernels == nullptr) throw std::logic_error("the CPU backend offers no fused kernels");
+  return *kernels;
+}
 
 // The modes a case runs in: the backend's own rule (undef), then each layout forced.
 const std::vector<tag> kModes{tag::undef, tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c};
@@ -429,6 +438,23 @@ TEST_P(ActivationSweep, BatchNormForwardAndBackwardInEveryLayout) {
       expect_within(gr.grad_x, ref.dx.value, ref.dx.tolerance, where + " grad x");
       expect_within(gr.grad_gamma, ref.dgamma.value, ref.dgamma.tolerance, where + " grad gamma");
       expect_within(gr.grad_beta, ref.dbeta.value, ref.dbeta.tolerance, where + " grad beta");
+
+      // BatchNorm with the ReLU fused (oneDNN's fuse_norm_relu) equals relu(batch_norm) and
+      // batch_norm_backward(relu_backward), the kernels just checked, bit for bit.
+      const ops::BatchNormReluResult fr =
+          fused().batch_norm_relu_forward(x_in, gamma, beta, training, running_mean, running_var, eps);
+      EXPECT_LAYOUT(fr.batch_norm.out, layout) << "fused forward";
+      const Tensor relu_out = backend().relu_forward(f.out);
+      expect_bitwise(fr.batch_norm.out, relu_out.to_vector(), where + " batch_norm_relu forward");
+      expect_bitwise(fr.batch_norm.mean, f.mean.to_vector(), where + " batch_norm_relu mean");
+      expect_bitwise(fr.batch_norm.variance, f.variance.to_vector(), where + " batch_norm_relu variance");
+      const ops::BatchNormGrads fg = fused().batch_norm_relu_backward(dy_in, fr, x_in, gamma, beta, training, eps);
+      const ops::BatchNormGrads cg = backend().batch_norm_backward(backend().relu_backward(dy_in, relu_out), x_in, gamma,
+                                                                   beta, training, f.mean, f.variance, eps);
+      EXPECT_LAYOUT(fg.grad_x, layout) << "fused backward";
+      expect_bitwise(fg.grad_x, cg.grad_x.to_vector(), where + " batch_norm_relu grad x");
+      expect_bitwise(fg.grad_gamma, cg.grad_gamma.to_vector(), where + " batch_norm_relu grad gamma");
+      expect_bitwise(fg.grad_beta, cg.grad_beta.to_vector(), where + " batch_norm_relu grad beta");
     }
   }
 }
@@ -453,6 +479,7 @@ TEST_P(ActivationSweep, ResidualAddAndReluInEveryLayout) {
     const Tensor y_mixed = backend().add(a, b_in);  // one operand plain (an input image, say)
     const Tensor r = backend().relu_forward(y);
     const Tensor dr = backend().relu_backward(cpu::copy_in_layout(dy, layout), r);
+    const Tensor fused_r = fused().add_relu(a_in, b_in), fused_r_mixed = fused().add_relu(a, b_in);
     // The sum of a gradient that reaches a tensor by two paths (a block's input feeds its
     // first convolution and its shortcut): into += from, in each combination of layouts.
     const Tensor into_kept = cpu::copy_in_layout(a, layout), into_plain = a.clone();
@@ -464,12 +491,16 @@ TEST_P(ActivationSweep, ResidualAddAndReluInEveryLayout) {
     EXPECT_LAYOUT(y, layout) << "add";
     EXPECT_LAYOUT(y_mixed, layout) << "add of a plain and a laid-out operand";
     EXPECT_LAYOUT(r, layout) << "relu";
+    EXPECT_LAYOUT(fused_r, layout) << "add_relu";
+    EXPECT_LAYOUT(fused_r_mixed, layout) << "add_relu of a plain and a laid-out operand";
     EXPECT_LAYOUT(dr, layout) << "relu backward";
     EXPECT_LAYOUT(into_kept, layout) << "accumulate";
     EXPECT_LAYOUT(into_plain, tag::nchw) << "accumulate into plain";
     expect_bitwise(y, sum, where + " add");
     expect_bitwise(y_mixed, sum, where + " add, one operand plain");
     expect_bitwise(r, relu, where + " relu");
+    expect_bitwise(fused_r, relu, where + " add_relu");
+    expect_bitwise(fused_r_mixed, relu, where + " add_relu, one operand plain");
     expect_bitwise(dr, relu_grad, where + " relu backward");
     expect_bitwise(into_kept, sum, where + " accumulate");
     expect_bitwise(into_plain, sum, where + " accumulate into plain");

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "dpt/core/random.h"
+#include "dpt/nn/fusion.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::nn {
@@ -26,6 +27,10 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride
 
 Tensor Conv2d::forward(const Tensor& x) {
   return ops::conv2d(x, param(0), has_bias_ ? param(1) : Tensor(), stride_, padding_);
+}
+
+Tensor Conv2d::forward_relu(const Tensor& x) {
+  return ops::conv2d_relu(x, param(0), has_bias_ ? param(1) : Tensor(), stride_, padding_);
 }
 
 Tensor Conv2d::forward_relu_avg_pool(const Tensor& x, int pool) {
@@ -85,6 +90,11 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   return ops::batch_norm2d(x, param(0), param(1), buffer(0), buffer(1), is_training(), momentum_, eps_);
 }
 
+Tensor BatchNorm2d::forward_relu(const Tensor& x) {
+  if (folded_ || (sync_ && is_training())) return ops::relu(forward(x));
+  return ops::batch_norm_relu2d(x, param(0), param(1), buffer(0), buffer(1), is_training(), momentum_, eps_);
+}
+
 Tensor ReLU::forward(const Tensor& x) { return ops::relu(x); }
 Tensor AvgPool2d::forward(const Tensor& x) { return ops::avg_pool2d(x, kernel_, stride_); }
 Tensor MaxPool2d::forward(const Tensor& x) { return ops::max_pool2d(x, kernel_, stride_); }
@@ -97,23 +107,9 @@ Sequential& Sequential::add(std::string name, std::unique_ptr<Module> layer) {
 }
 
 Tensor Sequential::forward(const Tensor& x) {
-  Tensor h = x;
-  for (size_t i = 0; i < num_children(); ++i) {
-    // Conv2d, ReLU, then AvgPool2d with window == step (LeNet's blocks) run as the one op
-    // ops::conv2d_relu_avg_pool2d: the same values, one pass less each way, and for a first
-    // layer the weight gradients from one kernel; the from-scratch LeNet does the same.
-    if (i + 2 < num_children()) {
-      auto* conv = dynamic_cast<Conv2d*>(&child(i));
-      const auto* pool = dynamic_cast<const AvgPool2d*>(&child(i + 2));
-      if (conv && pool && dynamic_cast<const ReLU*>(&child(i + 1)) && pool->kernel() == pool->stride()) {
-        h = conv->forward_relu_avg_pool(h, pool->kernel());
-        i += 2;
-        continue;
-      }
-    }
-    h = child(i).forward(h);
-  }
-  return h;
+  std::vector<Module*> layers;
+  for (size_t i = 0; i < num_children(); ++i) layers.push_back(&child(i));
+  return run_layers(layers, x);
 }
 
 void Sequential::fold_batch_norms() {
@@ -135,10 +131,12 @@ Residual::Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv, 
 }
 
 Tensor Residual::forward(const Tensor& x) {
-  Tensor y = ops::relu(child(1).forward(child(0).forward(x)));
-  y = child(3).forward(child(2).forward(y));
+  auto& bn2 = dynamic_cast<BatchNorm2d&>(child(3));
+  const Tensor y = conv_bn_relu(dynamic_cast<Conv2d&>(child(0)), dynamic_cast<BatchNorm2d&>(child(1)), x);
+  const Tensor z = child(2).forward(y);
   const Tensor shortcut = use_1x1conv_ ? child(4).forward(x) : x;
-  return ops::relu(ops::add(y, shortcut));
+  // A folded bn2 is the identity (bn_add_relu runs it as such).
+  return bn_add_relu(bn2, z, shortcut);
 }
 
 void Residual::fold_batch_norms() {

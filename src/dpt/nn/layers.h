@@ -17,7 +17,9 @@ class Conv2d : public Cloneable<Conv2d> {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
   Tensor forward(const Tensor& x) override;
-  // avg_pool2d(relu(forward(x)), pool, pool) as one op (Sequential fuses such triples).
+  // relu(forward(x)) and avg_pool2d(relu(forward(x)), pool, pool) as one op each (the
+  // fusion pass, nn/fusion.h, runs such layers so).
+  Tensor forward_relu(const Tensor& x);
   Tensor forward_relu_avg_pool(const Tensor& x, int pool);
   int stride() const { return stride_; }
   int padding() const { return padding_; }
@@ -47,6 +49,8 @@ class BatchNorm2d : public Cloneable<BatchNorm2d> {
  public:
   explicit BatchNorm2d(int64_t channels, float momentum = 0.1f, float eps = 1e-5f);
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)), as one op where the BatchNorm is neither folded nor synchronized.
+  Tensor forward_relu(const Tensor& x);
   float eps() const { return eps_; }
   void synchronize_batch_norm(std::shared_ptr<const ops::ReplicaSum> sum) override { sync_ = std::move(sum); }
   // Folded into the convolution before it (Conv2d::fold): the identity, in eval mode only
@@ -106,14 +110,14 @@ class Sequential : public Cloneable<Sequential> {
   Sequential& add(std::string name, Args&&... args) {
     return add(std::move(name), std::make_unique<Layer>(std::forward<Args>(args)...));
   }
-  // Runs the layers in order; a Conv2d followed by a ReLU and an AvgPool2d whose window
-  // equals its step runs as one op (see Conv2d::forward_relu_avg_pool).
+  // Runs the layers in order, fused where the fusion pass matches (nn/fusion.h).
   Tensor forward(const Tensor& x) override;
   void fold_batch_norms() override;
 };
 
 // The ResNet residual block: relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), where
-// the shortcut is x itself, or a 1x1 convolution when the shape changes.
+// the shortcut is x itself, or a 1x1 convolution when the shape changes. Its conv1, bn1,
+// ReLU and its tail (bn2, add, ReLU) run through the fusion pass.
 class Residual : public Cloneable<Residual> {
  public:
   Residual(int64_t in_channels, int64_t out_channels, bool use_1x1conv = false, int stride = 1);

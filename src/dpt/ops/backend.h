@@ -40,14 +40,21 @@ struct BatchNormGrads {
   Tensor grad_x, grad_gamma, grad_beta;
 };
 
+class FusedKernels;  // fused_kernels.h
+
 struct CrossEntropyResult {
   Tensor loss;   // [N] per example for Reduction::none, else [1]
   Tensor probs;  // [N, K] softmax probabilities, kept for backward
 };
 
+// The reference set of ops. Kernels that fuse several of them live in the optional layer
+// of fused_kernels.h, which a backend offers through fused().
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // This backend's fused kernels, or null where it has none (the ops then compose).
+  virtual const FusedKernels* fused() const { return nullptr; }
 
   // With fuse_relu the output is relu(conv(x) + bias), in one pass over the output.
   virtual Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
@@ -78,39 +85,6 @@ class Backend {
   // `unbiased` (n / (n - 1)) first, as torch.nn.BatchNorm2d.
   virtual void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
                                          const Tensor& variance, float momentum, double unbiased) const = 0;
-
-  // The gradient of relu(z) for an average pooling (window and step `pool`) of it, from the
-  // pooled output's gradient: grad_pooled / pool^2 spread over each window, where relu_out
-  // (= relu(z)) > 0, else 0; 0 in rows and columns the pooling dropped. `pooling` is what
-  // pool2d_forward returned. This composes pool2d_backward and relu_backward; a backend may
-  // do both in one pass.
-  virtual Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& pooling, const Tensor& relu_out,
-                                        int pool) const;
-
-  // That block in one kernel when its input needs no gradient (a first layer), without the
-  // convolution's output in memory: `out` is the pooled output [N, O, H / pool, W / pool];
-  // with `for_backward`, `workspace` holds what conv2d_relu_avg_pool_weight_grads needs of
-  // the ReLU. An undefined `out` where the backend has no such kernel for these shapes; the
-  // caller then composes conv2d_forward and pool2d_forward.
-  virtual PoolResult conv2d_relu_avg_pool_forward(const Tensor& /*x*/, const Tensor& /*weight*/, const Tensor& /*bias*/,
-                                                  ConvGeometry /*geometry*/, int /*pool*/, const Shape& /*out_shape*/,
-                                                  bool /*for_backward*/) const {
-    return {};
-  }
-  // Its backward: fills grad_weight and (when defined) grad_bias as conv2d_backward_weights
-  // would from relu_avg_pool_backward's result, from the pooled gradient and `forward` (what
-  // conv2d_relu_avg_pool_forward returned). Called only where that returned an output.
-  virtual void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool,
-                                                 const Tensor& x, ConvGeometry geometry, const Tensor& grad_weight,
-                                                 const Tensor& grad_bias) const;
-
-  // The top-left h x w corner of every plane of x [N, C, H, W], for a convolution whose last
-  // rows or columns of output a pooling drops (see conv2d_relu_avg_pool2d). An undefined
-  // tensor where the backend has no such copy; the caller then convolves all of x.
-  virtual Tensor crop_corner(const Tensor& /*x*/, int64_t /*h*/, int64_t /*w*/) const { return Tensor(); }
-  // crop_corner's backward: grad [N, C, h, w] in the top-left corner of zeros of x_shape.
-  // Called only where crop_corner returned a tensor.
-  virtual Tensor pad_corner(const Tensor& grad, const Shape& x_shape) const;
 
   virtual Tensor relu_forward(const Tensor& x) const = 0;
   // grad_out where x > 0, else 0 (x may be relu's input or its output: the same mask).

@@ -6,6 +6,7 @@
 #include "dpt/autograd/node.h"
 #include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
+#include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
@@ -19,9 +20,10 @@ void require_per_channel(const Tensor& t, const Tensor& x, const std::string& op
 }
 }  // namespace
 
-Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
-                    bool training, float momentum, float eps) {
-  const std::string op = "batch_norm2d";
+namespace {
+void check_batch_norm(const std::string& op, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                      const Tensor& running_mean, const Tensor& running_var, bool training, float momentum,
+                      float eps) {
   require_rank(x, 4, op, "input");
   require_per_channel(gamma, x, op, "gamma");
   require_per_channel(beta, x, op, "beta");
@@ -29,43 +31,70 @@ Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Te
   require_per_channel(running_var, x, op, "running_var");
   require(std::isfinite(eps) && eps > 0.0f, op, "eps must be a finite number > 0, got " + std::to_string(eps));
   require(momentum >= 0.0f && momentum <= 1.0f, op, "momentum must be in [0, 1], got " + std::to_string(momentum));
-  const int64_t per_channel = x.dim(0) * x.dim(2) * x.dim(3);
   // As PyTorch: the unbiased variance for the running stats needs two values per channel.
-  require(!training || per_channel > 1, op,
+  require(!training || x.dim(0) * x.dim(2) * x.dim(3) > 1, op,
           "training needs more than one value per channel, got input " + shape_str(x.shape()) +
               " (use a batch larger than 1 or evaluation mode)");
-
   require_same_device({&x, &gamma, &beta, &running_mean, &running_var}, op);
+}
+
+// batch_norm2d, or with `fused` (FusedKernels) batch_norm_relu2d in its one kernel each way.
+Tensor batch_norm(const std::string& op, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                  Tensor& running_mean, Tensor& running_var, bool training, float momentum, float eps,
+                  const FusedKernels* fused) {
   const Backend& kernels = backend_for(x);
-  BatchNormResult forward;
+  const bool record = autograd::should_record({&x, &gamma, &beta});
+  // Eval mode normalizes with copies of the running stats: a later training step updates
+  // them in place, and this forward's backward must still see the values it used.
+  const Tensor mean = training ? Tensor() : record ? running_mean.clone() : running_mean.detach();
+  const Tensor variance = training ? Tensor() : record ? running_var.clone() : running_var.detach();
+  BatchNormReluResult forward =
+      fused ? fused->batch_norm_relu_forward(x, gamma, beta, training, mean, variance, eps)
+            : BatchNormReluResult{kernels.batch_norm_forward(x, gamma, beta, training, mean, variance, eps), nullptr};
   if (training) {
-    forward = kernels.batch_norm_forward(x, gamma, beta, true, Tensor(), Tensor(), eps);
     // running = (1 - momentum) * running + momentum * batch statistic, with the unbiased
     // variance, as torch.nn.BatchNorm2d does. Buffers, not part of any graph.
+    const int64_t per_channel = x.dim(0) * x.dim(2) * x.dim(3);
     const double unbiased = static_cast<double>(per_channel) / static_cast<double>(per_channel - 1);
-    kernels.batch_norm_update_running(running_mean, running_var, forward.mean, forward.variance, momentum, unbiased);
-  } else {
-    // Copies: a later training step updates the running stats in place, and this
-    // forward's backward must still see the values it normalized with.
-    const bool record = autograd::should_record({&x, &gamma, &beta});
-    forward = kernels.batch_norm_forward(x, gamma, beta, false, record ? running_mean.clone() : running_mean.detach(),
-                                         record ? running_var.clone() : running_var.detach(), eps);
+    kernels.batch_norm_update_running(running_mean, running_var, forward.batch_norm.mean, forward.batch_norm.variance,
+                                      momentum, unbiased);
   }
 
-  Tensor out = forward.out;
-  if (autograd::should_record({&x, &gamma, &beta})) {
+  Tensor out = forward.batch_norm.out;
+  if (record) {
+    forward.batch_norm.out = Tensor();  // backward needs the statistics (and mask), not the output
     const bool need_x = x.needs_grad(), need_gamma = gamma.needs_grad(), need_beta = beta.needs_grad();
     autograd::record(
         out, op, {&x, &gamma, &beta},
-        [x = x.detach(), gamma = gamma.detach(), beta = beta.detach(), mean = forward.mean, variance = forward.variance,
-         training, eps, need_x, need_gamma, need_beta](const Tensor& grad_out) -> std::vector<Tensor> {
+        [x = x.detach(), gamma = gamma.detach(), beta = beta.detach(), forward, fused, training, eps, need_x,
+         need_gamma, need_beta](const Tensor& grad_out) -> std::vector<Tensor> {
+          const BatchNormResult& stats = forward.batch_norm;
           BatchNormGrads grads =
-              backend_for(grad_out).batch_norm_backward(grad_out, x, gamma, beta, training, mean, variance, eps);
+              fused ? fused->batch_norm_relu_backward(grad_out, forward, x, gamma, beta, training, eps)
+                    : backend_for(grad_out).batch_norm_backward(grad_out, x, gamma, beta, training, stats.mean,
+                                                                stats.variance, eps);
           return {need_x ? grads.grad_x : Tensor(), need_gamma ? grads.grad_gamma : Tensor(),
                   need_beta ? grads.grad_beta : Tensor()};
         });
   }
   return out;
+}
+}  // namespace
+
+Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
+                    bool training, float momentum, float eps) {
+  const std::string op = "batch_norm2d";
+  check_batch_norm(op, x, gamma, beta, running_mean, running_var, training, momentum, eps);
+  return batch_norm(op, x, gamma, beta, running_mean, running_var, training, momentum, eps, nullptr);
+}
+
+Tensor batch_norm_relu2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                         Tensor& running_var, bool training, float momentum, float eps) {
+  const std::string op = "batch_norm_relu2d";
+  check_batch_norm(op, x, gamma, beta, running_mean, running_var, training, momentum, eps);
+  if (const FusedKernels* fused = fused_kernels_for(x))
+    return batch_norm(op, x, gamma, beta, running_mean, running_var, training, momentum, eps, fused);
+  return relu(batch_norm(op, x, gamma, beta, running_mean, running_var, training, momentum, eps, nullptr));
 }
 
 Tensor sync_batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,

@@ -1,6 +1,7 @@
 #include "dpt/autograd/node.h"
 #include "dpt/ops/backend.h"
 #include "dpt/ops/check.h"
+#include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
@@ -52,12 +53,13 @@ struct ConvBackward {
     return {grad_x, need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
   }
 
-  // For conv2d_relu_avg_pool2d's first-layer kernel (Backend::conv2d_relu_avg_pool_forward):
+  // For conv2d_relu_avg_pool2d's first-layer kernel (FusedKernels::conv2d_relu_avg_pool_forward):
   // the weight and bias gradients straight from the pooled gradient; x needs none.
-  std::vector<Tensor> first_layer_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool) const {
+  std::vector<Tensor> first_layer_grads(const FusedKernels& fused, const Tensor& grad_pooled, const PoolResult& forward,
+                                        int pool) const {
     const Tensor grad_w = Tensor::empty(weight.shape(), DType::f32, weight.device());
     const Tensor grad_b = has_bias ? Tensor::empty({weight.dim(0)}, DType::f32, weight.device()) : Tensor();
-    backend_for(grad_pooled).conv2d_relu_avg_pool_weight_grads(grad_pooled, forward, pool, x, geometry, grad_w, grad_b);
+    fused.conv2d_relu_avg_pool_weight_grads(grad_pooled, forward, pool, x, geometry, grad_w, grad_b);
     return {Tensor(), need_w ? grad_w : Tensor(), need_b ? grad_b : Tensor()};
   }
 };
@@ -65,14 +67,24 @@ struct ConvBackward {
 // The top-left h x w corner of x's planes, with its gradient (the corner's gradient in a
 // plane of zeros); x itself where the backend has no crop.
 Tensor crop_corner(const Tensor& x, int64_t h, int64_t w) {
-  Tensor out = backend_for(x).crop_corner(x, h, w);
+  const FusedKernels* fused = fused_kernels_for(x);
+  Tensor out = fused ? fused->crop_corner(x, h, w) : Tensor();
   if (!out.defined()) return x;
   if (autograd::should_record({&x})) {
-    autograd::record(out, "crop_corner", {&x}, [x_shape = x.shape()](const Tensor& grad) -> std::vector<Tensor> {
-      return {backend_for(grad).pad_corner(grad, x_shape)};
+    autograd::record(out, "crop_corner", {&x}, [fused, x_shape = x.shape()](const Tensor& grad) -> std::vector<Tensor> {
+      return {fused->pad_corner(grad, x_shape)};
     });
   }
   return out;
+}
+
+// The gradient of relu(z) from that of its average pooling (window == step == pool).
+Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& pooling, const Tensor& relu_out, int pool) {
+  if (const FusedKernels* fused = fused_kernels_for(grad_pooled))
+    return fused->relu_avg_pool_backward(grad_pooled, relu_out, pool);
+  const Backend& backend = backend_for(grad_pooled);
+  return backend.relu_backward(backend.pool2d_backward(grad_pooled, pooling, PoolKind::avg, pool, pool, relu_out.shape()),
+                               relu_out);
 }
 
 // conv2d, or with `fuse_relu` conv2d_relu: one validation, one forward, one backward.
@@ -124,17 +136,20 @@ Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tenso
   const ConvGeometry geometry{stride, padding};
   const Backend& backend = backend_for(x);
   const bool record = autograd::should_record({&input, &weight, &bias});
-  if (!(record && input.needs_grad())) {
+  const FusedKernels* fused = fused_kernels_for(x);
+  if (fused && !(record && input.needs_grad())) {
     // A first layer (or no backward at all): one kernel, where the backend has it, that
     // never writes the convolution's output.
-    PoolResult fused = backend.conv2d_relu_avg_pool_forward(input, weight, bias, geometry, pool, out_shape, record);
-    if (fused.out.defined()) {
-      Tensor out = fused.out;
+    PoolResult forward = fused->conv2d_relu_avg_pool_forward(input, weight, bias, geometry, pool, out_shape, record);
+    if (forward.out.defined()) {
+      Tensor out = forward.out;
       if (record) {
-        fused.out = Tensor();  // backward needs the workspace, not the output
+        forward.out = Tensor();  // backward needs the workspace, not the output
         autograd::record(out, op, {&input, &weight, &bias},
-                         [backward = ConvBackward::of(input, weight, bias, geometry), fused,
-                          pool](const Tensor& grad_out) { return backward.first_layer_grads(grad_out, fused, pool); });
+                         [backward = ConvBackward::of(input, weight, bias, geometry), fused, forward,
+                          pool](const Tensor& grad_out) {
+                           return backward.first_layer_grads(*fused, grad_out, forward, pool);
+                         });
       }
       return out;
     }
@@ -147,7 +162,7 @@ Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tenso
     autograd::record(out, op, {&input, &weight, &bias},
                      [backward = ConvBackward::of(input, weight, bias, geometry), pooling, relu_out = relu_out.detach(),
                       pool](const Tensor& grad_out) -> std::vector<Tensor> {
-                       return backward(backend_for(grad_out).relu_avg_pool_backward(grad_out, pooling, relu_out, pool));
+                       return backward(relu_avg_pool_backward(grad_out, pooling, relu_out, pool));
                      });
   }
   return out;

@@ -19,8 +19,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int str
 // same values and gradients as the two ops, bit for bit, and one pass less over memory.
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, int stride = 1, int padding = 0);
 // avg_pool2d(conv2d_relu(...), pool, pool): LeNet's block. The same values and gradients as
-// the two ops, bit for bit; backward spreads the pooled gradient and applies the ReLU's mask
-// in one pass instead of two. Where the pooling drops the convolution's last rows or
+// the two ops, bit for bit, but for a first layer's (input needing no gradient) weight and
+// bias gradients where the backend's one kernel computes them: the same products, added in
+// another order. Backward spreads the pooled gradient and applies the ReLU's mask in one
+// pass instead of two. Where the pooling drops the convolution's last rows or
 // columns and there is no padding, only the outputs it keeps are computed.
 Tensor conv2d_relu_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int pool, int stride = 1,
                               int padding = 0);
@@ -43,6 +45,12 @@ Tensor relu(const Tensor& x);
 // Differentiable w.r.t. x, gamma and beta in both modes; the running stats get no gradient.
 Tensor batch_norm2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
                     bool training, float momentum = 0.1f, float eps = 1e-5f);
+
+// relu(batch_norm2d(...)) with the same values and gradients, bit for bit where the backend
+// fuses them (FusedKernels::batch_norm_relu_forward: one pass each way, and backward keeps
+// a mask instead of the normalized tensor); composed where it does not.
+Tensor batch_norm_relu2d(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                         Tensor& running_var, bool training, float momentum = 0.1f, float eps = 1e-5f);
 
 // Sums over every replica of a data-parallel model, for synchronized BatchNorm: each replica
 // calls them with its own values, at the same point of its forward or backward, and gets
@@ -70,6 +78,8 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 
 // Elementwise sum of two tensors of the same shape.
 Tensor add(const Tensor& a, const Tensor& b);
+// relu(add(a, b)): a residual block's tail, in one pass where the backend fuses it.
+Tensor add_relu(const Tensor& a, const Tensor& b);
 
 // Same data, new shape; one dimension may be -1 (inferred). Shares storage with x.
 Tensor reshape(const Tensor& x, const Shape& shape);

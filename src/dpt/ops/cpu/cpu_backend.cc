@@ -1,4 +1,5 @@
 // ops::Backend for Device::Kind::cpu: the kernels of dpt/ops/cpu/kernels.h.
+#include "dpt/ops/cpu/cpu_fused_kernels.h"
 #include "dpt/ops/cpu/kernels.h"
 
 namespace dpt::ops {
@@ -6,6 +7,7 @@ namespace dpt::ops {
 namespace {
 class CpuBackend final : public Backend {
  public:
+  const FusedKernels* fused() const override { return fused_kernels_enabled() ? &cpu::fused_kernels() : nullptr; }
   Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry geometry,
                         const Shape& out_shape, bool fuse_relu) const override {
     return cpu::conv2d_forward(x, weight, bias, geometry, out_shape, fuse_relu);
@@ -26,20 +28,6 @@ class CpuBackend final : public Backend {
                          const Shape& x_shape) const override {
     return cpu::pool2d_backward(grad_out, forward, kind, kernel, stride, x_shape);
   }
-  Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const PoolResult& /*pooling*/, const Tensor& relu_out,
-                                int pool) const override {
-    return cpu::relu_avg_pool_backward(grad_pooled, relu_out, pool);
-  }
-  PoolResult conv2d_relu_avg_pool_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                          ConvGeometry geometry, int pool, const Shape& out_shape,
-                                          bool for_backward) const override {
-    return cpu::conv2d_relu_avg_pool_forward(x, weight, bias, geometry, pool, out_shape, for_backward);
-  }
-  void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResult& forward, int pool,
-                                         const Tensor& x, ConvGeometry geometry, const Tensor& grad_weight,
-                                         const Tensor& grad_bias) const override {
-    cpu::conv2d_relu_avg_pool_weight_grads(grad_pooled, forward, pool, x, geometry, grad_weight, grad_bias);
-  }
   Tensor global_avg_pool2d_forward(const Tensor& x) const override { return cpu::global_avg_pool2d_forward(x); }
   Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
     return cpu::global_avg_pool2d_backward(grad_out, x_shape);
@@ -57,8 +45,6 @@ class CpuBackend final : public Backend {
                                  const Tensor& variance, float momentum, double unbiased) const override {
     cpu::batch_norm_update_running(running_mean, running_var, mean, variance, momentum, unbiased);
   }
-  Tensor crop_corner(const Tensor& x, int64_t h, int64_t w) const override { return cpu::crop_corner(x, h, w); }
-  Tensor pad_corner(const Tensor& grad, const Shape& x_shape) const override { return cpu::pad_corner(grad, x_shape); }
   Tensor relu_forward(const Tensor& x) const override { return cpu::relu_forward(x); }
   Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const override {
     return cpu::relu_backward(grad_out, x);

@@ -19,9 +19,6 @@ bool in_backend_layout(const Tensor& t, dnnl::memory::desc& layout) {
   layout = current_layout(t, plain);
   return layout != plain;
 }
-}  // namespace
-
-void set_keep_activation_layouts(bool on) { keep_layouts.store(on); }
 
 // Residual connections add two activations, and backward sums the gradients of a tensor
 // read twice (a block's input feeds its first convolution and its shortcut). When one of
@@ -29,7 +26,9 @@ void set_keep_activation_layouts(bool on) { keep_layouts.store(on); }
 // element by element over the storage (blocked padding adds zeros to zeros), and stays in
 // it: the next convolution, BatchNorm, ReLU or pooling reads it as is. The other operand
 // is reordered into that layout only when it is in another one. Plain operands: plain.
-Tensor add(const Tensor& a, const Tensor& b) {
+// `finish` maps each sum to the output (the identity for add, a ReLU for add_relu).
+template <class Finish>
+Tensor add_then(const Tensor& a, const Tensor& b, Finish finish) {
   dnnl::memory::desc layout;
   if (keep_layouts.load(std::memory_order_relaxed)) {
     const bool a_laid_out = in_backend_layout(a, layout);
@@ -45,7 +44,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
       const float* pb = static_cast<const float*>(other_memory.get_data_handle());
       float* po = static_cast<float*>(out.memory.get_data_handle());
       const int64_t n = static_cast<int64_t>(layout.get_size() / sizeof(float));
-      for (int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
+      for (int64_t i = 0; i < n; ++i) po[i] = finish(pa[i] + pb[i]);
       return out.tensor;
     }
   }
@@ -54,8 +53,21 @@ Tensor add(const Tensor& a, const Tensor& b) {
   const float* pb = b.data<float>();
   float* po = out.data<float>();
   const int64_t n = a.numel();
-  for (int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
+  for (int64_t i = 0; i < n; ++i) po[i] = finish(pa[i] + pb[i]);
   return out;
+}
+}  // namespace
+
+void set_keep_activation_layouts(bool on) { keep_layouts.store(on); }
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return add_then(a, b, [](float sum) { return sum; });
+}
+
+// The ReLU as oneDNN's JIT kernel computes it (max(s, 0) with maxps: -0 and NaN give +0),
+// so that add_relu and relu(add) agree bit for bit.
+Tensor add_relu(const Tensor& a, const Tensor& b) {
+  return add_then(a, b, [](float sum) { return sum > 0.0f ? sum : 0.0f; });
 }
 
 void accumulate(const Tensor& into, const Tensor& from) {

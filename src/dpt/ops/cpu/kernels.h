@@ -6,10 +6,12 @@
 
 #include "dpt/core/tensor.h"
 #include "dpt/ops/backend.h"
+#include "dpt/ops/fused_kernels.h"
 
 namespace dpt::ops::cpu {
 
 using ops::BatchNormGrads;
+using ops::BatchNormReluResult;
 using ops::BatchNormResult;
 using ops::ConvGeometry;
 using ops::PoolKind;
@@ -42,10 +44,18 @@ BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const T
 BatchNormGrads batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    bool use_batch_stats, const Tensor& mean, const Tensor& variance, float eps);
 
-// Backend::relu_avg_pool_backward in one pass (relu_avg_pool.cc).
+// FusedKernels::batch_norm_relu_forward and _backward: the same primitives with oneDNN's
+// fuse_norm_relu, the ReLU's mask in the primitive's workspace.
+BatchNormReluResult batch_norm_relu_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                            bool use_batch_stats, const Tensor& mean, const Tensor& variance,
+                                            float eps);
+BatchNormGrads batch_norm_relu_backward(const Tensor& grad_out, const BatchNormReluResult& forward, const Tensor& x,
+                                        const Tensor& gamma, const Tensor& beta, bool use_batch_stats, float eps);
+
+// FusedKernels::relu_avg_pool_backward in one pass (relu_avg_pool.cc).
 Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out, int pool);
 
-// Backend::crop_corner and pad_corner (crop.cc): channels-last in and out.
+// FusedKernels::crop_corner and pad_corner (crop.cc): channels-last in and out.
 Tensor crop_corner(const Tensor& x, int64_t h, int64_t w);
 Tensor pad_corner(const Tensor& grad, const Shape& x_shape);
 
@@ -74,12 +84,12 @@ void single_channel_conv_relu_avg_pool_forward(const float* x, const Shape& x_sh
                                                const Shape& pooled_shape, float* pooled_channels_last,
                                                uint32_t* relu_masks);
 // Its weight and bias gradients (grad_bias may be null) from the pooled gradient and the
-// masks: see Backend::conv2d_relu_avg_pool_weight_grads.
+// masks: see FusedKernels::conv2d_relu_avg_pool_weight_grads.
 void single_channel_conv_relu_avg_pool_weight_grads(const float* x, const Shape& x_shape, const uint32_t* relu_masks,
                                                     const float* grad_pooled_channels_last, const Shape& pooled_shape,
                                                     int pool, float* grad_weight, const Shape& weight_shape,
                                                     float* grad_bias);
-// Backend::conv2d_relu_avg_pool_forward and conv2d_relu_avg_pool_weight_grads, with the
+// FusedKernels::conv2d_relu_avg_pool_forward and conv2d_relu_avg_pool_weight_grads, with the
 // kernels above where they apply.
 PoolResult conv2d_relu_avg_pool_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                         ConvGeometry geometry, int pool, const Shape& out_shape, bool for_backward);
@@ -104,6 +114,7 @@ void sum_channels_blocked(const float* data, int64_t images, int64_t pixels, int
 void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
                                const Tensor& variance, float momentum, double unbiased);
 Tensor add(const Tensor& a, const Tensor& b);
+Tensor add_relu(const Tensor& a, const Tensor& b);  // FusedKernels::add_relu
 void accumulate(const Tensor& into, const Tensor& from);
 void pack(const std::vector<Tensor>& tensors, float* flat);
 void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale);
