@@ -10,22 +10,13 @@
 #include <vector>
 
 #include "dpt/data/loader.h"
+#include "support/order_sensitive_values.h"
 
 namespace {
 using dpt::parallel::ChunkTree;
 using dpt::parallel::TreeNode;
 
-// Values of very different magnitudes, so that summing them in another order changes bits.
-std::vector<std::vector<float>> chunk_values(int64_t chunks, size_t width, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exponent(-12, 12);
-  std::vector<std::vector<float>> values(static_cast<size_t>(chunks), std::vector<float>(width));
-  for (auto& chunk : values) {
-    for (float& v : chunk) v = std::ldexp(mantissa(rng), exponent(rng));
-  }
-  return values;
-}
+using dpt::testing::order_sensitive_values;
 
 // The sum as `ranks` ranks compute it: each its chunks (data::shard_rows), then combined.
 std::vector<float> sum_over(const std::vector<std::vector<float>>& values, int64_t ranks) {
@@ -52,7 +43,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST(ChunkTree, AnySplitOverRanksGivesTheBitsOfOneRank) {
   for (int64_t chunks = 1; chunks <= 19; ++chunks) {
-    const auto values = chunk_values(chunks, 16, static_cast<unsigned>(chunks));
+    const auto values = order_sensitive_values(chunks, 16, static_cast<unsigned>(chunks));
     const std::vector<float> one = sum_over(values, 1);
     for (int64_t ranks = 2; ranks <= chunks + 2; ++ranks) {  // more ranks than chunks: idle ranks
       EXPECT_TRUE(same_bits(sum_over(values, ranks), one)) << chunks << " chunks over " << ranks << " ranks";
@@ -63,7 +54,7 @@ TEST(ChunkTree, AnySplitOverRanksGivesTheBitsOfOneRank) {
 TEST(ChunkTree, TheSumIsTheTreesNotARunningSum) {
   // Eight chunks: ((0+1)+(2+3))+((4+5)+(6+7)). A running sum, or the same tree with one
   // pair regrouped, gives other bits for these values: the order is what the test fixes.
-  const auto values = chunk_values(8, 64, 8);
+  const auto values = order_sensitive_values(8, 64, 8);
   const std::vector<float> tree = sum_over(values, 1);
   std::vector<float> pairs = values[0];
   for (size_t i = 0; i < pairs.size(); ++i) {

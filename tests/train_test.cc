@@ -135,6 +135,9 @@ class NoOpGradientAllreduce final : public parallel::Communicator {
   void broadcast(int rank, void* data, size_t count, DType type, int root) override {
     inner_->broadcast(rank, data, count, type, root);
   }
+  void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
+    inner_->alltoall(rank, send, receive, type);
+  }
   void barrier(int rank) override { inner_->barrier(rank); }
   void abort(const std::string& reason) override { inner_->abort(reason); }
   size_t bytes_received(int rank) const override { return inner_->bytes_received(rank); }

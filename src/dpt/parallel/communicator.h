@@ -44,6 +44,15 @@ class Communicator {
   virtual void allreduce(int rank, void* data, size_t count, DType type, ReduceOp op) = 0;
   // On return every rank's data[0..count) (elements of `type`) equals that of `root`.
   virtual void broadcast(int rank, void* data, size_t count, DType type, int root) = 0;
+  // Personalised all-to-all (MPI_Alltoallv): rank r's send[d] goes to rank d, which
+  // receives it into its receive[r]. Both have size() blocks; both ends of a pair name the
+  // same count (blocks may be empty); a rank's block to itself is copied. The blocks of one
+  // call must not overlap. (--deterministic's tree allreduce, tree_allreduce.h, is built on it.)
+  struct Block {
+    void* data = nullptr;
+    size_t count = 0;  // elements of the call's type
+  };
+  virtual void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) = 0;
   virtual void barrier(int rank) = 0;
 
   // Releases every rank waiting in a collective with CollectiveAborted, now and in every
@@ -62,6 +71,11 @@ class Communicator {
   void broadcast(int rank, float* data, size_t count, int root) { broadcast(rank, data, count, DType::f32, root); }
   void broadcast(int rank, int64_t* data, size_t count, int root) { broadcast(rank, data, count, DType::i64, root); }
 };
+
+// Throws std::invalid_argument unless send and receive each have `size` blocks: the
+// check every backend's alltoall makes first.
+void check_alltoall_blocks(const std::vector<Communicator::Block>& send,
+                           const std::vector<Communicator::Block>& receive, int size);
 
 // This process's place in a multi-process job (one device per process, e.g. under mpirun):
 // the communicator whose ranks are the job's processes, and this process's rank. The

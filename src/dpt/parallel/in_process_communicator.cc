@@ -3,6 +3,7 @@
 // rank reads what another wrote, so no step races with another.
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "dpt/parallel/abortable_barrier.h"
@@ -19,7 +20,7 @@ class InProcessCommunicator : public Communicator {
   using Communicator::broadcast;
 
   explicit InProcessCommunicator(int size)
-      : size_(size), barrier_(size), buffers_(size, nullptr), bytes_received_(size, 0) {}
+      : size_(size), barrier_(size), buffers_(size, nullptr), sends_(size, nullptr), bytes_received_(size, 0) {}
 
   int size() const override { return size_; }
 
@@ -27,6 +28,32 @@ class InProcessCommunicator : public Communicator {
     publish(rank, data);
     if (rank != root) copy_from(rank, as_bytes(data), buffers_[root], count * dtype_size(type));
     barrier_.arrive_and_wait();  // root's buffer stays untouched until every rank has copied
+  }
+
+  // Each rank copies its blocks out of the peers' published send lists.
+  void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
+    check_alltoall_blocks(send, receive, size_);
+    sends_[rank] = &send;
+    barrier_.arrive_and_wait();
+    const size_t element = dtype_size(type);
+    for (int peer = 0; peer < size_; ++peer) {
+      const Block& from = (*sends_[peer])[rank];
+      if (from.count != receive[peer].count) {
+        // Every rank is, or will be, waiting in a barrier of this call: release them all.
+        const std::string what = "alltoall: rank " + std::to_string(peer) + " sends " + std::to_string(from.count) +
+                                 " elements to rank " + std::to_string(rank) + ", which expects " +
+                                 std::to_string(receive[peer].count);
+        barrier_.abort(what);
+        throw std::invalid_argument(what);
+      }
+      if (from.count == 0) continue;
+      if (peer == rank) {
+        std::memcpy(receive[peer].data, from.data, from.count * element);
+      } else {
+        copy_from(rank, as_bytes(receive[peer].data), as_bytes(from.data), from.count * element);
+      }
+    }
+    barrier_.arrive_and_wait();  // no rank's send blocks are released while another reads them
   }
 
   void barrier(int /*rank*/) override { barrier_.arrive_and_wait(); }
@@ -57,6 +84,7 @@ class InProcessCommunicator : public Communicator {
   const int size_;
   AbortableBarrier barrier_;
   std::vector<std::byte*> buffers_;
+  std::vector<const std::vector<Block>*> sends_;  // alltoall's published send blocks
   std::vector<size_t> bytes_received_;  // each entry written only by its own rank
 };
 

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -99,6 +100,36 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
+    check_rank(rank);
+    check_alltoall_blocks(send, receive, size_);
+    std::lock_guard lock(mutex_);
+    throw_if_aborted();
+    if (send[rank_].count != receive[rank_].count) {
+      throw std::invalid_argument("alltoall: rank " + std::to_string(rank_) + " sends itself " +
+                                  std::to_string(send[rank_].count) + " elements into a block of " +
+                                  std::to_string(receive[rank_].count));
+    }
+    std::memcpy(receive[rank_].data, send[rank_].data, send[rank_].count * dtype_size(type));
+    // Receives first: wait_all counts the bytes of the first `receives` requests. Empty
+    // blocks send no message (both ends know the counts).
+    std::vector<MPI_Request> requests;
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || receive[peer].count == 0) continue;
+      requests.emplace_back();
+      MPI_Irecv(receive[peer].data, mpi_count(receive[peer].count), mpi_type(type), peer, kAlltoallTag, comm_,
+                &requests.back());
+    }
+    const size_t receives = requests.size();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || send[peer].count == 0) continue;
+      requests.emplace_back();
+      MPI_Isend(send[peer].data, mpi_count(send[peer].count), mpi_type(type), peer, kAlltoallTag, comm_,
+                &requests.back());
+    }
+    wait_all(requests, "alltoall", -1, receives);
+  }
+
   void barrier(int rank) override {
     check_rank(rank);
     std::lock_guard lock(mutex_);
@@ -125,6 +156,7 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kRingTag = 1;
   static constexpr int kNaiveTag = 2;
   static constexpr int kBroadcastTag = 3;
+  static constexpr int kAlltoallTag = 4;
   static constexpr Clock::duration kBusyPoll = std::chrono::milliseconds(5);
 
   // ring_schedule.h's schedule (the in-process ring's): each step sends one chunk to the

@@ -134,6 +134,40 @@ class NcclCommunicator final : public Communicator {
         [&](ncclComm_t comm) { return ncclBroadcast(data, data, count, nccl_type(type), root, comm, ctx.stream); });
     if (rank != root) received_[rank] += count * dtype_size(type);
   }
+  // ncclSend / ncclRecv to every peer in one group; the block to itself is a copy on the
+  // rank's stream. (Not yet run: no GPU has been lent to this project.)
+  void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
+    check_alltoall_blocks(send, receive, size());
+    const cuda::Context& ctx = cuda::context(devices_[rank].index);
+    const size_t element = dtype_size(type);
+    if (send[rank].count != receive[rank].count) {
+      throw std::invalid_argument("alltoall: rank " + std::to_string(rank) + " sends itself " +
+                                  std::to_string(send[rank].count) + " elements into a block of " +
+                                  std::to_string(receive[rank].count));
+    }
+    if (send[rank].count > 0) {
+      cuda::check(cudaMemcpyAsync(receive[rank].data, send[rank].data, send[rank].count * element,
+                                  cudaMemcpyDeviceToDevice, ctx.stream),
+                  "cudaMemcpyAsync (alltoall to itself)");
+    }
+    run(rank, "ncclSend/ncclRecv (alltoall)", [&](ncclComm_t comm) {
+      ncclResult_t status = ncclGroupStart();
+      for (int peer = 0; peer < size() && status == ncclSuccess; ++peer) {
+        if (peer == rank) continue;
+        if (send[peer].count > 0) {
+          status = ncclSend(send[peer].data, send[peer].count, nccl_type(type), peer, comm, ctx.stream);
+        }
+        if (status == ncclSuccess && receive[peer].count > 0) {
+          status = ncclRecv(receive[peer].data, receive[peer].count, nccl_type(type), peer, comm, ctx.stream);
+        }
+      }
+      const ncclResult_t ended = ncclGroupEnd();
+      return status != ncclSuccess ? status : ended;
+    });
+    for (int peer = 0; peer < size(); ++peer) {
+      if (peer != rank) received_[rank] += receive[peer].count * element;
+    }
+  }
   void barrier(int) override { barrier_.arrive_and_wait(); }
   void abort(const std::string& reason) override {
     {

@@ -174,8 +174,8 @@ class ReplicaGroup {
                           float gradient_scale, GradientSync sync);
   void compute_chunks(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward,
                       float gradient_scale, GradientSync sync);
-  // Every rank's tree nodes, on every rank, in chunk order.
-  std::vector<TreeNode> exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks, size_t values);
+  // The root sum of every rank's tree nodes (tree_allreduce.h), on every rank.
+  std::vector<float> tree_sum(int device, const std::vector<TreeNode>& mine, int64_t chunks, size_t values);
 
   ReplicaGroupOptions options_;
   DevicePool pool_;

@@ -10,6 +10,7 @@
 #include "dpt/ops/ledger.h"
 #include "dpt/ops/ops.h"
 #include "dpt/parallel/replica_group.h"
+#include "dpt/parallel/tree_allreduce.h"
 
 namespace dpt::parallel {
 
@@ -76,8 +77,7 @@ void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global
     ops::add_step_figures(ledgers_[device], out.loss_sum, out.logits.detach(), part.y);
   }
   const trace::Span tree_span(trace::Phase::tree_sum);  // to the end of the step
-  std::vector<float> gradient =
-      combine_nodes(exchange_nodes(device, gradient_tree.nodes(), chunks, total_values(replica.params)), chunks);
+  std::vector<float> gradient = tree_sum(device, gradient_tree.nodes(), chunks, total_values(replica.params));
   // Gradient accumulation: the earlier steps' tree sums, added in step order.
   std::vector<float>& held = accumulated_[device];
   if (accumulating_) {
@@ -91,33 +91,15 @@ void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global
   }
   if (!replica.buffers.empty()) {
     // The running statistics: their mean over the chunks, summed in the same tree.
-    const std::vector<float> buffers =
-        combine_nodes(exchange_nodes(device, buffer_tree.nodes(), chunks, total_values(replica.buffers)), chunks);
+    const std::vector<float> buffers = tree_sum(device, buffer_tree.nodes(), chunks, total_values(replica.buffers));
     ops::cpu_backend().unpack(buffers.data(), replica.buffers, 1.0f / static_cast<float>(chunks));
   }
 }
 
-std::vector<TreeNode> ReplicaGroup::exchange_nodes(int device, std::vector<TreeNode>& mine, int64_t chunks,
-                                                   size_t values) {
-  // Every rank knows which nodes every other rank holds (the chunks are shared out by one
-  // rule), so each rank's node sums go to all with one broadcast from it.
-  std::vector<TreeNode> all;
-  for (int root = 0; root < job_replicas(); ++root) {
-    const data::RowRange range = data::shard_rows(chunks, job_replicas(), root);
-    std::vector<TreeNode> nodes = tree_nodes_of(range.begin, range.end, chunks);
-    if (nodes.empty()) continue;
-    std::vector<float> flat(nodes.size() * values);
-    const bool is_mine = root == global_rank(device);
-    if (is_mine) {
-      for (size_t i = 0; i < nodes.size(); ++i) std::copy(mine[i].sum.begin(), mine[i].sum.end(), flat.begin() + i * values);
-    }
-    if (job_replicas() > 1) comm_->broadcast(global_rank(device), flat.data(), flat.size(), root);
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      nodes[i].sum.assign(flat.begin() + i * values, flat.begin() + (i + 1) * values);
-      all.push_back(std::move(nodes[i]));
-    }
-  }
-  return all;
+std::vector<float> ReplicaGroup::tree_sum(int device, const std::vector<TreeNode>& mine, int64_t chunks,
+                                          size_t values) {
+  if (job_replicas() == 1) return combine_nodes(mine, chunks);
+  return tree_allreduce(*comm_, global_rank(device), mine, chunks, values);
 }
 
 }  // namespace dpt::parallel
