@@ -1,10 +1,12 @@
-// Roofline-style report for LeNet: for each layer's forward, backward-data and
-// backward-weights kernel, the time, the FLOPs and the GFLOP/s achieved, against the fp32
-// FMA peak this machine measures (one core, and all cores at once). Memory-bound layers
-// (ReLU, pooling) report GB/s instead. It shows where an epoch's time goes and how far
-// each kernel is from the floor.
-//   bench/layer_roofline [--batch 128] [--threads 1]
-// The defaults are one device of `--devices cpu:2` at batch 256: 128 images, one thread.
+// Roofline-style report: for each layer's forward, backward-data and backward-weights
+// kernel, the time, the FLOPs and the GFLOP/s achieved, against the fp32 FMA peak this
+// machine measures (one core, and all cores at once). Memory-bound layers (ReLU, pooling)
+// report GB/s instead. It shows where an epoch's time goes and how far each kernel is from
+// the floor.
+//   bench/layer_roofline [--model lenet|resnet18] [--batch N] [--threads 1]
+// LeNet: every kernel of a step. ResNet-18: each distinct convolution shape once, weighted
+// by how many of the 20 convolutions have it. The default batches are one device's shard
+// of `--devices cpu:2` at the benchmarks' batches: 128 of LeNet's 256, 64 of ResNet-18's 128.
 #include <omp.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "dpt/core/random.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/ops/cpu/kernels.h"
+#include "dpt/ops/cpu/layout.h"
 
 using namespace dpt;
 
@@ -81,54 +84,44 @@ double core_peak_gflops() {
 struct Row {
   std::string layer, pass;
   double seconds, gflop, gbytes;  // gflop == 0: a memory-bound layer
+  int count = 1;                  // how many layers of the model run this kernel per step
 };
 
-void print(const std::vector<Row>& rows, double peak) {
-  std::printf("%-11s %-12s %9s %9s %10s %8s\n", "layer", "pass", "ms", "GFLOP", "GFLOP/s", "of peak");
+// One line per kernel (ms, GFLOP and rate of one call), then the step's total: each
+// kernel's time times its count.
+void print(const std::vector<Row>& rows, double peak, int width) {
+  const bool counted = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.count != 1; });
+  std::printf("%-*s %-12s %s%9s %9s %10s %8s\n", width, "layer", "pass", counted ? "  x" : "", "ms", "GFLOP", "GFLOP/s",
+              "of peak");
   double total = 0;
   for (const Row& r : rows) {
-    total += r.seconds;
+    total += r.count * r.seconds;
+    std::printf("%-*s %-12s ", width, r.layer.c_str(), r.pass.c_str());
+    if (counted) std::printf("%3d", r.count);
     if (r.gflop > 0) {
       const double rate = r.gflop / r.seconds;
-      std::printf("%-11s %-12s %9.2f %9.3f %10.1f %7.0f%%\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, r.gflop,
-                  rate, 100 * rate / peak);
+      std::printf("%9.2f %9.3f %10.1f %7.0f%%\n", r.seconds * 1e3, r.gflop, rate, 100 * rate / peak);
     } else {
-      std::printf("%-11s %-12s %9.2f %9s %7.1f GB/s\n", r.layer.c_str(), r.pass.c_str(), r.seconds * 1e3, "-",
-                  r.gbytes / r.seconds);
+      std::printf("%9.2f %9s %7.1f GB/s\n", r.seconds * 1e3, "-", r.gbytes / r.seconds);
     }
   }
-  std::printf("%-11s %-12s %9.2f\n", "all", "", total * 1e3);
+  std::printf("%-*s %-12s %s%9.2f\n", width, "all", counted ? "(x counts)" : "", counted ? "   " : "", total * 1e3);
 }
 
-}  // namespace
+double total_gflop(const std::vector<Row>& rows) {
+  double flops = 0;
+  for (const Row& r : rows) flops += r.count * r.gflop;
+  return flops;
+}
 
-int main(int argc, char** argv) {
-  int64_t batch = 128;
-  int threads = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--batch") == 0) batch = std::stoll(argv[i + 1]);
-    if (std::strcmp(argv[i], "--threads") == 0) threads = std::stoi(argv[i + 1]);
-  }
-  flush_denormals_on_this_thread();
-  omp_set_num_threads(threads);
+double total_seconds(const std::vector<Row>& rows) {
+  double seconds = 0;
+  for (const Row& r : rows) seconds += r.count * r.seconds;
+  return seconds;
+}
 
-  const double one_core = core_peak_gflops();
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<double> per_thread(cores);
-  std::vector<std::thread> workers;
-  for (unsigned c = 0; c < cores; ++c) workers.emplace_back([&, c] { per_thread[c] = core_peak_gflops(); });
-  for (auto& w : workers) w.join();
-  double all_cores = 0;
-  for (double g : per_thread) all_cores += g;
-  const double peak = one_core * threads;
-  std::printf("fp32 FMA peak measured: %.1f GFLOP/s on one core, %.1f GFLOP/s on all %u cores at once\n", one_core,
-              all_cores, cores);
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
-    std::printf("(with 256-bit AVX2 FMAs only: %.1f GFLOP/s on one core)\n", best_of_bursts(fma_gflops_avx2));
-  }
-  std::printf("LeNet kernels at batch %lld with %d thread%s (peak for the percentages: %.1f GFLOP/s)\n\n",
-              static_cast<long long>(batch), threads, threads == 1 ? "" : "s", peak);
-
+// Every LeNet kernel of a training step, in the layouts and with the fusions training uses.
+std::vector<Row> lenet_rows(int64_t batch) {
   const std::vector<Tensor> p = nn::lenet_params(0);
   Tensor x = Tensor::empty({batch, 1, 28, 28});
   Rng rng(1);
@@ -225,10 +218,143 @@ int main(int argc, char** argv) {
     add("conv1", "backward-w", conv1, 0, [&] { ops::cpu::conv2d_backward_weights(gc1, x, gw1, gb1, g); });
   }
 
-  print(rows, peak);
-  double flops = 0;
-  for (const Row& r : rows) flops += r.gflop;
+  return rows;
+}
+
+// ResNet-18's convolutions on 28 x 28 input (nn::resnet18): each distinct shape once, the
+// 20 convolutions counted by shape.
+struct ConvShape {
+  const char* name;
+  int64_t in_channels, out_channels;
+  int kernel, stride;
+  int64_t size;       // input height = width
+  int count;          // convolutions of this shape in the network
+  bool input_grad;    // false for the first layer: its input (the image) needs no gradient
+};
+constexpr ConvShape kResnet18Convs[] = {
+    {"stem 1-64 3x3 @28", 1, 64, 3, 1, 28, 1, false},
+    {"64-64 3x3 @28", 64, 64, 3, 1, 28, 4, true},
+    {"64-128 3x3 s2 @28", 64, 128, 3, 2, 28, 1, true},
+    {"64-128 1x1 s2 @28", 64, 128, 1, 2, 28, 1, true},
+    {"128-128 3x3 @14", 128, 128, 3, 1, 14, 3, true},
+    {"128-256 3x3 s2 @14", 128, 256, 3, 2, 14, 1, true},
+    {"128-256 1x1 s2 @14", 128, 256, 1, 2, 14, 1, true},
+    {"256-256 3x3 @7", 256, 256, 3, 1, 7, 3, true},
+    {"256-512 3x3 s2 @7", 256, 512, 3, 2, 7, 1, true},
+    {"256-512 1x1 s2 @7", 256, 512, 1, 2, 7, 1, true},
+    {"512-512 3x3 @4", 512, 512, 3, 1, 4, 3, true},
+};
+
+// The layout a kernel leaves an activation of `channels` channels in, as the layer before
+// would: the output of a `channels`-to-`channels` convolution (the image stays plain).
+dnnl::memory::format_tag activation_layout(int64_t batch, int64_t channels, int64_t size) {
+  if (channels == 1) return dnnl::memory::format_tag::nchw;
+  const Tensor probe = Tensor::zeros({batch, channels, size, size});
+  const Tensor w = Tensor::zeros({channels, channels, 1, 1}), b = Tensor::zeros({channels});
+  return ops::cpu::activation_layout_of(ops::cpu::conv2d_forward(probe, w, b, {}, {batch, channels, size, size}));
+}
+
+const char* layout_name(dnnl::memory::format_tag tag) {
+  using tag_t = dnnl::memory::format_tag;
+  switch (tag) {
+    case tag_t::nchw: return "nchw";
+    case tag_t::nhwc: return "nhwc";
+    case tag_t::nChw8c: return "nChw8c";
+    case tag_t::nChw16c: return "nChw16c";
+    default: return "other";
+  }
+}
+
+// Each shape's forward (training applies BatchNorm after it, so no fused ReLU),
+// backward-data and backward-weights, with input and output gradient in the layouts the
+// neighbouring layers leave them in and the weights plain, as training runs them.
+std::vector<Row> resnet18_rows(int64_t batch) {
+  std::vector<Row> rows;
+  Rng rng(1);
+  const double B = static_cast<double>(batch);
+  for (const ConvShape& c : kResnet18Convs) {
+    const int padding = c.kernel / 2;
+    const int64_t out_size = (c.size + 2 * padding - c.kernel) / c.stride + 1;
+    const ops::cpu::ConvGeometry g{c.stride, padding};
+    const Shape x_shape{batch, c.in_channels, c.size, c.size}, y_shape{batch, c.out_channels, out_size, out_size};
+    Tensor x = Tensor::empty(x_shape), dy = Tensor::empty(y_shape);
+    Tensor w = Tensor::empty({c.out_channels, c.in_channels, c.kernel, c.kernel}), b = Tensor::zeros({c.out_channels});
+    fill_uniform(x, -1.0f, 1.0f, rng);
+    fill_uniform(dy, -0.01f, 0.01f, rng);
+    fill_uniform(w, -0.05f, 0.05f, rng);
+    const Tensor x_in = ops::cpu::copy_in_layout(x, activation_layout(batch, c.in_channels, c.size));
+    const Tensor y = ops::cpu::conv2d_forward(x_in, w, b, g, y_shape);
+    const Tensor dy_in = ops::cpu::copy_in_layout(dy, ops::cpu::activation_layout_of(y));
+    const Tensor gw = Tensor::empty(w.shape()), gb = Tensor::empty(b.shape());
+    const double gflop = 2 * B * static_cast<double>(c.out_channels * out_size * out_size * c.in_channels) * c.kernel *
+                         c.kernel / 1e9;
+    const std::string layer = std::string(c.name) + " " + layout_name(ops::cpu::activation_layout_of(x_in)) + ">" +
+                              layout_name(ops::cpu::activation_layout_of(y));
+    rows.push_back({layer, "forward", median_seconds([&] { ops::cpu::conv2d_forward(x_in, w, b, g, y_shape); }, 7),
+                    gflop, 0, c.count});
+    if (c.input_grad) {
+      rows.push_back({layer, "backward-x",
+                      median_seconds([&] { ops::cpu::conv2d_backward_data(dy_in, w, x_shape, g); }, 7), gflop, 0,
+                      c.count});
+    }
+    rows.push_back({layer, "backward-w",
+                    median_seconds([&] { ops::cpu::conv2d_backward_weights(dy_in, x_in, gw, gb, g); }, 7), gflop, 0,
+                    c.count});
+  }
+  return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = "lenet";
+  int64_t batch = 0;  // 0: the model's default
+  int threads = 1;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc || (flag != "--model" && flag != "--batch" && flag != "--threads")) {
+      std::fprintf(stderr, "usage: layer_roofline [--model lenet|resnet18] [--batch N] [--threads T]\n");
+      return 2;
+    }
+    if (flag == "--model") model = argv[i + 1];
+    if (flag == "--batch") batch = std::stoll(argv[i + 1]);
+    if (flag == "--threads") threads = std::stoi(argv[i + 1]);
+  }
+  if (model != "lenet" && model != "resnet18") {
+    std::fprintf(stderr, "layer_roofline: unknown --model '%s': expected lenet or resnet18\n", model.c_str());
+    return 2;
+  }
+  if (batch == 0) batch = model == "lenet" ? 128 : 64;
+  flush_denormals_on_this_thread();
+  omp_set_num_threads(threads);
+
+  const double one_core = core_peak_gflops();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<double> per_thread(cores);
+  std::vector<std::thread> workers;
+  for (unsigned c = 0; c < cores; ++c) workers.emplace_back([&, c] { per_thread[c] = core_peak_gflops(); });
+  for (auto& w : workers) w.join();
+  double all_cores = 0;
+  for (double g : per_thread) all_cores += g;
+  const double peak = one_core * threads;
+  std::printf("fp32 FMA peak measured: %.1f GFLOP/s on one core, %.1f GFLOP/s on all %u cores at once\n", one_core,
+              all_cores, cores);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
+    std::printf("(with 256-bit AVX2 FMAs only: %.1f GFLOP/s on one core)\n", best_of_bursts(fma_gflops_avx2));
+  }
+  std::printf("%s at batch %lld with %d thread%s (peak for the percentages: %.1f GFLOP/s)\n\n",
+              model == "lenet" ? "LeNet kernels" : "ResNet-18 convolutions", static_cast<long long>(batch), threads,
+              threads == 1 ? "" : "s", peak);
+
+  const std::vector<Row> rows = model == "lenet" ? lenet_rows(batch) : resnet18_rows(batch);
+  print(rows, peak, model == "lenet" ? 11 : 34);
+  const double flops = total_gflop(rows), seconds = total_seconds(rows);
   std::printf("\nfloor for one training step of these kernels at peak: %.2f ms (%.3f GFLOP)\n", flops / peak * 1e3,
               flops);
+  if (model == "resnet18") {
+    std::printf("at these speeds the convolutions alone allow %.1f images/s on %d thread%s (floor: %.1f)\n",
+                static_cast<double>(batch) / seconds, threads, threads == 1 ? "" : "s",
+                static_cast<double>(batch) / (flops / peak));
+  }
   return 0;
 }
