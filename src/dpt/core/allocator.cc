@@ -1,5 +1,6 @@
 #include "dpt/core/allocator.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -52,6 +53,8 @@ ThreadCache& thread_cache() {
   return cache;
 }
 
+std::atomic<int64_t> blocks_from_system{0};
+
 void* pop(FreeBlocks& blocks, size_t size) {
   auto found = blocks.find(size);
   if (found == blocks.end() || found->second.empty()) return nullptr;
@@ -71,8 +74,11 @@ void* allocate_host(size_t bytes) {
   }
   void* block = std::aligned_alloc(64, size);
   if (!block) throw std::bad_alloc();
+  blocks_from_system.fetch_add(1, std::memory_order_relaxed);
   return block;
 }
+
+int64_t host_blocks_from_system() { return blocks_from_system.load(std::memory_order_relaxed); }
 
 void release_host(void* block, size_t bytes) {
   if (!block) return;

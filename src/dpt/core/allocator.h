@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace dpt {
 
@@ -13,5 +14,8 @@ namespace dpt {
 void* allocate_host(size_t bytes);
 // Returns a block from allocate_host(bytes) to the cache.
 void release_host(void* block, size_t bytes);
+// How many blocks allocate_host has taken from the system (not from the cache) in this
+// process so far: constant once training has settled (tests/train_steady_state_test.cc).
+int64_t host_blocks_from_system();
 
 }  // namespace dpt

@@ -1,5 +1,7 @@
 #include "dpt/ops/cpu/dnnl_context.h"
 
+#include <atomic>
+
 namespace dpt::ops::cpu {
 
 dnnl::engine& engine() {
@@ -22,9 +24,17 @@ dnnl::memory as_memory(const dnnl::memory::desc& desc, const Tensor& tensor) {
   return dnnl::memory(desc, engine(), tensor.data<float>());
 }
 
+namespace {
+std::atomic<int64_t> slots_made{0};
+}  // namespace
+
 std::shared_ptr<void>& primitive_cache_slot(const std::string& key) {
   thread_local std::unordered_map<std::string, std::shared_ptr<void>> cache;
-  return cache[key];
+  const auto [slot, made] = cache.try_emplace(key);
+  if (made) slots_made.fetch_add(1, std::memory_order_relaxed);
+  return slot->second;
 }
+
+int64_t primitives_built() { return slots_made.load(std::memory_order_relaxed); }
 
 }  // namespace dpt::ops::cpu

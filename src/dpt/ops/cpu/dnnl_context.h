@@ -42,6 +42,9 @@ std::string cache_key(const char* op, const Parts&... parts) {
 
 // The thread's primitive cache slot for `key`; empty the first time.
 std::shared_ptr<void>& primitive_cache_slot(const std::string& key);
+// How many slots every thread's cache has made so far (each one built a primitive or a
+// reorder): constant once training has settled (tests/train_steady_state_test.cc).
+int64_t primitives_built();
 
 // Returns the cached object for `key`, building it with make() on first use.
 template <class T, class Make>

@@ -1,0 +1,81 @@
+// Training's steady state on the CPU: once the first steps have run, a step takes no host
+// memory from the system (every tensor's block comes from the allocator's cache,
+// core/allocator.h) and builds no oneDNN primitive or reorder (every one comes from the
+// kernels' cache, ops/cpu/dnnl_context.h). Checked for LeNet and ResNet-18 (which has
+// BatchNorm, residual adds and fused kernels), on one device and on two, with momentum.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "dpt/core/allocator.h"
+#include "dpt/nn/init.h"
+#include "dpt/nn/models.h"
+#include "dpt/ops/cpu/dnnl_context.h"
+#include "dpt/optim/optimizer.h"
+#include "dpt/parallel/data_parallel.h"
+#include "dpt/parallel/device_list.h"
+#include "test_support.h"
+
+namespace {
+namespace nn = dpt::nn;
+using dpt::parallel::DataParallel;
+
+struct Counts {
+  int64_t host_blocks, primitives;
+};
+Counts counts_now() { return {dpt::host_blocks_from_system(), dpt::ops::cpu::primitives_built()}; }
+
+// Trains `net` for `warm_up` steps, then `steps` more on other data of the same shape, and
+// returns what those last steps took from the system and built.
+Counts taken_by_settled_steps(std::unique_ptr<nn::Module> net, int devices, int64_t batch, int warm_up, int steps) {
+  // One core per device: no OpenMP team (ThreadSanitizer cannot see libgomp's barrier).
+  DataParallel parallel(std::move(net), dpt::parallel::cpu_devices(devices), "ring", devices);
+  dpt::optim::SGD sgd(parallel.replica_parameters(), {/*lr=*/0.01f, /*momentum=*/0.9f, /*weight_decay=*/1e-4f});
+  const auto step = [&](uint64_t seed) {
+    const auto [X, y] = dpt::testing_support::random_images(batch, seed);
+    (void)parallel.forward_backward(X, y);  // zeroes the last step's gradients, as training does
+    sgd.step();
+  };
+  for (int s = 0; s < warm_up; ++s) step(static_cast<uint64_t>(s));
+  const Counts before = counts_now();
+  for (int s = 0; s < steps; ++s) step(static_cast<uint64_t>(100 + s));
+  const Counts after = counts_now();
+  return {after.host_blocks - before.host_blocks, after.primitives - before.primitives};
+}
+
+void expect_settled(const Counts& taken, const std::string& what) {
+  EXPECT_EQ(taken.host_blocks, 0) << what << ": host blocks taken from the system after the warm-up";
+  EXPECT_EQ(taken.primitives, 0) << what << ": oneDNN primitives built after the warm-up";
+}
+
+TEST(SteadyState, LeNetStepsTakeNoMemoryAndBuildNoPrimitive) {
+  for (int devices : {1, 2}) {
+    auto net = nn::lenet_module();
+    nn::init_weights(*net, nn::Init::kaiming, 0);
+    expect_settled(taken_by_settled_steps(std::move(net), devices, 64, 2, 3), "LeNet on cpu:" + std::to_string(devices));
+  }
+}
+
+TEST(SteadyState, Resnet18StepsTakeNoMemoryAndBuildNoPrimitive) {
+  for (int devices : {1, 2}) {
+    auto net = nn::resnet18(10, 1);
+    nn::init_weights(*net, nn::Init::kaiming, 0);
+    expect_settled(taken_by_settled_steps(std::move(net), devices, 8, 2, 2),
+                   "ResNet-18 on cpu:" + std::to_string(devices));
+  }
+}
+
+// The counters themselves move: a step of a new shape builds primitives, and a new size
+// takes a block from the system (else the tests above could not fail).
+TEST(SteadyState, TheCountersSeeANewShape) {
+  const Counts before = counts_now();
+  auto net = nn::lenet_module();
+  nn::init_weights(*net, nn::Init::kaiming, 0);
+  (void)taken_by_settled_steps(std::move(net), 1, 37, 0, 1);
+  const Counts after = counts_now();
+  EXPECT_GT(after.primitives, before.primitives);
+  EXPECT_GT(after.host_blocks, before.host_blocks);
+}
+
+}  // namespace
