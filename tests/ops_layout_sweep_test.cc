@@ -271,7 +271,9 @@ TEST_P(ConvSweep, ForwardBackwardDataAndWeightsInEveryLayout) {
     SCOPED_TRACE(where);
     const ForcedLayout forced(mode);
     const tag chosen = cpu::conv_activation_tag(c.x[1], c.w[0]);
-    if (mode != tag::undef) ASSERT_EQ(layout_name(chosen), layout_name(mode)) << "the override did not apply";
+    if (mode != tag::undef) {
+      ASSERT_EQ(layout_name(chosen), layout_name(mode)) << "the override did not apply";
+    }
 
     const auto start = std::chrono::steady_clock::now();
     // The input as the previous layer leaves it: in the convolutions' layout. Under the
@@ -425,7 +427,9 @@ TEST_P(ActivationSweep, BatchNormForwardAndBackwardInEveryLayout) {
       const std::string where = shape_name(s) + (training ? " training " : " eval ") + layout_name(mode);
       SCOPED_TRACE(where);
       const tag layout = layout_for(mode, C);
-      if (mode != tag::undef) ASSERT_EQ(layout_name(layout), layout_name(mode));
+      if (mode != tag::undef) {
+        ASSERT_EQ(layout_name(layout), layout_name(mode));
+      }
       const ForcedLayout forced(mode);
       const Tensor x_in = cpu::copy_in_layout(x, layout), dy_in = cpu::copy_in_layout(dy, layout);
       const ops::BatchNormResult f =
