@@ -155,4 +155,17 @@ TEST(Alltoall, RefusesAWrongNumberOfBlocks) {
   }
 }
 
+TEST(Alltoall, RefusesASelfBlockOfAnotherSize) {
+  auto comm = dpt::parallel::make_in_process_communicator("ring", 1);
+  float x[2] = {1, 2}, y[2] = {0, 0};
+  const std::vector<Block> send{{x, 2}}, receive{{y, 1}};
+  try {
+    comm->alltoall(0, send, receive, DType::f32);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "alltoall: rank 0 sends itself 2 elements into a block of 1");
+  }
+  EXPECT_EQ(y[0], 0) << "nothing is copied once the counts disagree";
+}
+
 }  // namespace

@@ -72,10 +72,11 @@ class Communicator {
   void broadcast(int rank, int64_t* data, size_t count, int root) { broadcast(rank, data, count, DType::i64, root); }
 };
 
-// Throws std::invalid_argument unless send and receive each have `size` blocks: the
-// check every backend's alltoall makes first.
+// Throws std::invalid_argument unless send and receive each have `size` blocks and
+// `rank`'s block to itself fits its receive block: the check every backend's alltoall
+// makes first.
 void check_alltoall_blocks(const std::vector<Communicator::Block>& send,
-                           const std::vector<Communicator::Block>& receive, int size);
+                           const std::vector<Communicator::Block>& receive, int size, int rank);
 
 // This process's place in a multi-process job (one device per process, e.g. under mpirun):
 // the communicator whose ranks are the job's processes, and this process's rank. The

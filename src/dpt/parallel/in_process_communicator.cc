@@ -3,6 +3,7 @@
 // rank reads what another wrote, so no step races with another.
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ class InProcessCommunicator : public Communicator {
   using Communicator::broadcast;
 
   explicit InProcessCommunicator(int size)
-      : size_(size), barrier_(size), buffers_(size, nullptr), sends_(size, nullptr), bytes_received_(size, 0) {}
+      : size_(size), barrier_(size), buffers_(size, nullptr), sends_(size, nullptr), alltoall_errors_(size), bytes_received_(size, 0) {}
 
   int size() const override { return size_; }
 
@@ -30,21 +31,28 @@ class InProcessCommunicator : public Communicator {
     barrier_.arrive_and_wait();  // root's buffer stays untouched until every rank has copied
   }
 
-  // Each rank copies its blocks out of the peers' published send lists.
+  // Each rank copies its blocks out of the peers' published send lists. A count that
+  // disagrees is reported only after the last barrier, by every rank at once: a rank that
+  // threw earlier would free its send blocks while a peer still copied from them.
   void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
-    check_alltoall_blocks(send, receive, size_);
+    try {
+      check_alltoall_blocks(send, receive, size_, rank);
+    } catch (const std::invalid_argument& e) {
+      barrier_.abort(e.what());  // nobody has published yet: the peers wait in the first barrier
+      throw;
+    }
     sends_[rank] = &send;
     barrier_.arrive_and_wait();
     const size_t element = dtype_size(type);
     for (int peer = 0; peer < size_; ++peer) {
       const Block& from = (*sends_[peer])[rank];
       if (from.count != receive[peer].count) {
-        // Every rank is, or will be, waiting in a barrier of this call: release them all.
-        const std::string what = "alltoall: rank " + std::to_string(peer) + " sends " + std::to_string(from.count) +
-                                 " elements to rank " + std::to_string(rank) + ", which expects " +
-                                 std::to_string(receive[peer].count);
-        barrier_.abort(what);
-        throw std::invalid_argument(what);
+        if (alltoall_errors_[rank].empty()) {
+          alltoall_errors_[rank] = "alltoall: rank " + std::to_string(peer) + " sends " +
+                                   std::to_string(from.count) + " elements to rank " + std::to_string(rank) +
+                                   ", which expects " + std::to_string(receive[peer].count);
+        }
+        continue;
       }
       if (from.count == 0) continue;
       if (peer == rank) {
@@ -54,6 +62,7 @@ class InProcessCommunicator : public Communicator {
       }
     }
     barrier_.arrive_and_wait();  // no rank's send blocks are released while another reads them
+    throw_first_alltoall_error(rank);
   }
 
   void barrier(int /*rank*/) override { barrier_.arrive_and_wait(); }
@@ -64,6 +73,21 @@ class InProcessCommunicator : public Communicator {
 
  protected:
   static std::byte* as_bytes(void* data) { return static_cast<std::byte*>(data); }
+
+  // Every rank throws the lowest rank's error, so all of them report the same message.
+  void throw_first_alltoall_error(int rank) {
+    std::string first;
+    for (const std::string& error : alltoall_errors_) {
+      if (!error.empty()) {
+        first = error;
+        break;
+      }
+    }
+    if (first.empty()) return;
+    barrier_.arrive_and_wait();  // every rank has read the errors before any is cleared
+    alltoall_errors_[rank].clear();
+    throw std::invalid_argument(first);
+  }
 
   // Makes `data` visible to every rank; returns once all ranks have published theirs.
   void publish(int rank, void* data) {
@@ -85,6 +109,7 @@ class InProcessCommunicator : public Communicator {
   AbortableBarrier barrier_;
   std::vector<std::byte*> buffers_;
   std::vector<const std::vector<Block>*> sends_;  // alltoall's published send blocks
+  std::vector<std::string> alltoall_errors_;     // each entry written only by its own rank
   std::vector<size_t> bytes_received_;  // each entry written only by its own rank
 };
 

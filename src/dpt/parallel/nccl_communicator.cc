@@ -137,14 +137,9 @@ class NcclCommunicator final : public Communicator {
   // ncclSend / ncclRecv to every peer in one group; the block to itself is a copy on the
   // rank's stream. (Not yet run: no GPU has been lent to this project.)
   void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
-    check_alltoall_blocks(send, receive, size());
+    check_alltoall_blocks(send, receive, size(), rank);
     const cuda::Context& ctx = cuda::context(devices_[rank].index);
     const size_t element = dtype_size(type);
-    if (send[rank].count != receive[rank].count) {
-      throw std::invalid_argument("alltoall: rank " + std::to_string(rank) + " sends itself " +
-                                  std::to_string(send[rank].count) + " elements into a block of " +
-                                  std::to_string(receive[rank].count));
-    }
     if (send[rank].count > 0) {
       cuda::check(cudaMemcpyAsync(receive[rank].data, send[rank].data, send[rank].count * element,
                                   cudaMemcpyDeviceToDevice, ctx.stream),

@@ -9,23 +9,6 @@
 
 namespace dpt::parallel {
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::max: return "max";
-    case ReduceOp::min: return "min";
-  }
-  return "?";
-}
-
-void check_alltoall_blocks(const std::vector<Communicator::Block>& send,
-                           const std::vector<Communicator::Block>& receive, int size) {
-  if (send.size() != static_cast<size_t>(size) || receive.size() != static_cast<size_t>(size)) {
-    throw std::invalid_argument("alltoall needs one send and one receive block per rank (" + std::to_string(size) +
-                                "), got " + std::to_string(send.size()) + " and " + std::to_string(receive.size()));
-  }
-}
-
 namespace ring {
 
 namespace {
