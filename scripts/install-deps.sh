@@ -19,6 +19,9 @@ packages=(
   libonnx-dev libprotobuf-dev python3-opencv python3-numpy
   # The --trace test renders the timeline SVG to PNG with rsvg-convert.
   librsvg2-bin
+  # scripts/fuzz.sh builds the libFuzzer targets with clang; scripts/test-tsan.sh runs the
+  # OpenMP teams on LLVM's runtime with its Archer tool (libomp-14-dev ships both).
+  clang libclang-rt-14-dev libomp-14-dev
 )
 # The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
 # libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.

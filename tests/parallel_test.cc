@@ -932,6 +932,34 @@ TEST_P(EquivalenceTest, ThreeStepsOnTwoDevicesMatchOneDevice) {
   }
 }
 
+// Two OpenMP threads per device (4 cores' worth over 2 devices, oversubscribed on a small
+// machine): every kernel with an OpenMP team (our LeNet kernels, where the CPU has AVX-512,
+// and oneDNN's) runs beside the other device's team. The same steps as one thread per
+// device, up to the order of oneDNN's per-thread sums. Under scripts/test-tsan.sh the
+// teams are LLVM's OpenMP runtime with its Archer tool, so that ThreadSanitizer sees their
+// barriers and checks these kernels for races.
+TEST(EquivalenceTest, TwoOpenMpThreadsPerDeviceStepAsOneThreadDoes) {
+  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/11);
+  const std::vector<std::vector<float>> initial = snapshot(initial_params);
+  dpt::train::ScratchConfig one_thread = config_for(2, "ring");
+  dpt::train::ScratchConfig two_threads = one_thread;
+  two_threads.cores = 4;
+  ASSERT_EQ(dpt::parallel::DevicePool(two_threads.devices, two_threads.cores).threads_per_device(), 2);
+  dpt::train::ScratchTrainer reference(one_thread, initial_params);
+  dpt::train::ScratchTrainer teams(two_threads, initial_params);
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step + 1));
+    const auto [X, y] = random_images(26, /*seed=*/300 + step);
+    run_with_timeout(kHangTimeout, [&] {
+      reference.train_batch(X, y);
+      teams.train_batch(X, y);
+    });
+    expect_replicas_bit_identical(teams);
+    expect_close_to_reference(teams.device_params()[0], snapshot(reference.device_params()[0]), initial);
+  }
+  expect_params_moved(snapshot(teams.device_params()[0]), initial, initial_params);
+}
+
 INSTANTIATE_TEST_SUITE_P(Allreduce, EquivalenceTest, ::testing::Values("naive", "ring"),
                          [](const auto& info) { return std::string(info.param); });
 
