@@ -54,6 +54,7 @@ constexpr std::array kFieldFlags{
     FieldFlag{"deterministic", "--deterministic"},
     FieldFlag{"chunk_size", "--chunk-size"},
     FieldFlag{"precision", "--precision"},
+    FieldFlag{"conv_algorithm", "--conv-algorithm"},
     FieldFlag{"collective_timeout", "--collective-timeout"},
     FieldFlag{"lr_schedule", "--lr-schedule"},
     FieldFlag{"warmup_epochs", "--warmup-epochs"},
@@ -205,6 +206,14 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                           "and outputs; needs a CPU with avx512_bf16; single-channel convolutions stay fp32). "
                           "Resume with the precision the run started with.",
                           ops::kConvPrecisions))
+      ->capture_default_str();
+  train
+      .add_option(flag("conv_algorithm"), j.conv_algorithm,
+                  listing("The CPU's 3x3 stride-1 convolutions in fp32 on 16-channel blocks (ResNet-18's): "
+                          "winograd (oneDNN's Winograd F(4x4, 3x3): a quarter of the multiplies, rounding "
+                          "errors a few times direct's) or direct (every product as written). Other convolutions, "
+                          "bf16 and GPUs are direct either way",
+                          ops::kConvAlgorithms))
       ->capture_default_str();
   train.add_flag(flag("deterministic"), j.deterministic,
                  "The same bits on any number of devices or processes: each batch is cut into chunks of "

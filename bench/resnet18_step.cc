@@ -5,11 +5,13 @@
 //   --compare fusion (default): every layer as its own op ("unfused": nn::set_layer_fusion
 //     and ops::set_fused_kernels off) against the fusion pass with the fused kernels ("fused");
 //   --compare layouts: add and accumulate reading their operands plain, as before 2026-12-04
-//     ("plain"), against activations kept in the convolutions' layout ("kept").
+//     ("plain"), against activations kept in the convolutions' layout ("kept");
+//   --compare algorithm: the 3x3 stride-1 convolutions direct ("direct") against Winograd
+//     ("winograd", ops/precision.h).
 // Also times evaluation with BatchNorm folded into the convolutions (nn::fold_batch_norm)
 // against the unfolded evaluation, alternating the same way.
 //
-//   build/bench/resnet18_step [--batch 32] [--steps 4] [--compare fusion|layouts] [--fold-only]
+//   build/bench/resnet18_step [--batch 32] [--steps 4] [--compare fusion|layouts|algorithm] [--fold-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +32,7 @@
 #include "dpt/ops/cpu/layout.h"
 #include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/ops.h"
+#include "dpt/ops/precision.h"
 
 using dpt::Tensor;
 namespace nn = dpt::nn;
@@ -57,21 +60,25 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--compare")) compare = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: %s [--batch 32] [--steps 4] [--compare fusion|layouts] [--fold-only]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--batch 32] [--steps 4] [--compare fusion|layouts|algorithm] [--fold-only]\n",
+                   argv[0]);
       return 2;
     }
   }
-  if (compare != "fusion" && compare != "layouts") {
-    std::fprintf(stderr, "resnet18_step: --compare takes fusion or layouts, got %s\n", compare.c_str());
+  if (compare != "fusion" && compare != "layouts" && compare != "algorithm") {
+    std::fprintf(stderr, "resnet18_step: --compare takes fusion, layouts or algorithm, got %s\n", compare.c_str());
     return 2;
   }
   // Variant 0 is the baseline, variant 1 the default behaviour.
-  const bool fusion = compare == "fusion";
-  const char* names[2] = {fusion ? "unfused" : "plain", fusion ? "fused" : "kept"};
+  const bool fusion = compare == "fusion", algorithm = compare == "algorithm";
+  const char* names[2] = {fusion ? "unfused" : algorithm ? "direct" : "plain",
+                          fusion ? "fused" : algorithm ? "winograd" : "kept"};
   const auto select = [&](int variant) {
     if (fusion) {
       nn::set_layer_fusion(variant == 1);
       dpt::ops::set_fused_kernels(variant == 1);
+    } else if (algorithm) {
+      dpt::ops::set_conv_algorithm(variant == 1 ? dpt::ops::ConvAlgorithm::winograd : dpt::ops::ConvAlgorithm::direct);
     } else {
       cpu::set_keep_activation_layouts(variant == 1);
     }

@@ -35,12 +35,15 @@
 #include <dnnl.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dpt/core/cpu_features.h"
 #include "dpt/core/tensor.h"
 #include "dpt/ops/backend.h"
 #include "dpt/ops/fused_kernels.h"
+#include "dpt/ops/precision.h"
+#include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/layout.h"
 #include "test_support.h"
@@ -188,15 +191,44 @@ struct ConvCase {
   int stride, pad;
 };
 
-// ResNet-18's convolutions on 28 x 28 Fashion-MNIST (nn/models.cc), batch 2.
+// ResNet-18's convolutions on 28 x 28 Fashion-MNIST (nn/models.cc), batch 2: all 11 shapes.
 const std::vector<ConvCase> kConvs{
     {"stem_1to64_3x3_s1_28", {2, 1, 28, 28}, {64, 1, 3, 3}, 1, 1},
     {"stage1_64to64_3x3_s1_28", {2, 64, 28, 28}, {64, 64, 3, 3}, 1, 1},
     {"stage2_64to128_3x3_s2_28to14", {2, 64, 28, 28}, {128, 64, 3, 3}, 2, 1},
     {"stage2_shortcut_64to128_1x1_s2", {2, 64, 28, 28}, {128, 64, 1, 1}, 2, 0},
+    {"stage2_128to128_3x3_s1_14", {2, 128, 14, 14}, {128, 128, 3, 3}, 1, 1},
     {"stage3_128to256_3x3_s2_14to7", {2, 128, 14, 14}, {256, 128, 3, 3}, 2, 1},
+    {"stage3_shortcut_128to256_1x1_s2", {2, 128, 14, 14}, {256, 128, 1, 1}, 2, 0},
+    {"stage3_256to256_3x3_s1_7", {2, 256, 7, 7}, {256, 256, 3, 3}, 1, 1},
     {"stage4_256to512_3x3_s2_7to4", {2, 256, 7, 7}, {512, 256, 3, 3}, 2, 1},
+    {"stage4_shortcut_256to512_1x1_s2", {2, 256, 7, 7}, {512, 256, 1, 1}, 2, 0},
     {"stage4_512to512_3x3_s1_4", {2, 512, 4, 4}, {512, 512, 3, 3}, 1, 1},
+};
+
+// Which algorithm a convolution runs in a mode: Winograd (ops/precision.h) where the
+// settings ask for it on a 3x3 stride-1 convolution of 16-channel blocks with AVX-512, else
+// direct. Asserted from oneDNN's own names for the primitives it built.
+bool expects_winograd(const ConvCase& c, tag layout, ops::ConvAlgorithm algorithm) {
+  return algorithm == ops::ConvAlgorithm::winograd && dpt::cpu_has_avx512f() && layout == tag::nChw16c &&
+         c.w[2] == 3 && c.stride == 1 && c.x[1] % 16 == 0;
+}
+void expect_algorithm(const ConvCase& c, const Shape& out, tag layout, ops::ConvAlgorithm algorithm) {
+  const cpu::ConvImplementations used = cpu::conv2d_implementations(c.x, c.w, out, {c.stride, c.pad});
+  const bool winograd = expects_winograd(c, layout, algorithm);
+  for (const std::string& name : {used.forward, used.backward_data, used.backward_weights}) {
+    EXPECT_EQ(name.find("wino") != std::string::npos, winograd)
+        << "ran " << name << ", expected " << (winograd ? "Winograd" : "direct");
+  }
+}
+
+// Sets the convolutions' algorithm for one scope, then restores the default (Winograd).
+class ConvAlgorithmScope {
+ public:
+  explicit ConvAlgorithmScope(ops::ConvAlgorithm a) { ops::set_conv_algorithm(a); }
+  ~ConvAlgorithmScope() { ops::set_conv_algorithm(ops::ConvAlgorithm::winograd); }
+  ConvAlgorithmScope(const ConvAlgorithmScope&) = delete;
+  ConvAlgorithmScope& operator=(const ConvAlgorithmScope&) = delete;
 };
 
 struct ConvReferences {
@@ -257,8 +289,16 @@ TEST_P(ConvSweep, ForwardBackwardDataAndWeightsInEveryLayout) {
   const double weight_terms = static_cast<double>(out[0] * out[2] * out[3]);
   const ops::ConvGeometry g{c.stride, c.pad};
 
-  for (const tag mode : kModes) {
-    const std::string where = std::string(c.name) + " " + layout_name(mode);
+  // Every layout with the default algorithm (Winograd where it fits), then, where it fits,
+  // direct in the 16-channel block too: both can run these shapes in training.
+  std::vector<std::pair<tag, ops::ConvAlgorithm>> runs;
+  for (const tag mode : kModes) runs.emplace_back(mode, ops::ConvAlgorithm::winograd);
+  if (expects_winograd(c, tag::nChw16c, ops::ConvAlgorithm::winograd))
+    runs.emplace_back(tag::nChw16c, ops::ConvAlgorithm::direct);
+  for (const auto& [mode, algorithm] : runs) {
+    const ConvAlgorithmScope algorithm_scope(algorithm);
+    const std::string where = std::string(c.name) + " " + layout_name(mode) +
+                              (algorithm == ops::ConvAlgorithm::direct ? " direct" : "");
     // Without AVX-512 oneDNN 2.6 has no jit kernel for nChw16c (the rule never picks it
     // there) and runs its reference convolution, 10-25 s per 3x3 shape here: on such
     // machines the 16-channel block is checked on the stem, the 1x1 shortcut and stage 3's
@@ -287,6 +327,7 @@ TEST_P(ConvSweep, ForwardBackwardDataAndWeightsInEveryLayout) {
     }
     const Tensor x_in = cpu::copy_in_layout(x, layout), dy_in = cpu::copy_in_layout(dy, layout);
     ASSERT_LAYOUT(x_in, layout);
+    expect_algorithm(c, out, layout, algorithm);
 
     const Tensor y = backend().conv2d_forward(x_in, w, b, g, out, false);
     const Tensor y_relu = backend().conv2d_forward(x_in, w, b, g, out, true);

@@ -16,6 +16,7 @@ expect "--dist must be none or mpi, got 'tcp'" train --dist tcp
 expect "--progress must be auto, on or off, got 'sometimes'" train --progress sometimes
 expect "--on-nan must be stop or skip, got 'ignore'" train --on-nan ignore
 expect "--precision must be fp32 or bf16, got 'fp16'" train --precision fp16
+expect "--conv-algorithm must be winograd or direct, got 'fft'" train --conv-algorithm fft
 expect "--init must be lesson, kaiming or xavier, got 'he'" train --api concise --init he
 expect "--model resnet18 needs --api concise (the from-scratch loop is LeNet's)" train --model resnet18
 expect "--momentum, --weight-decay and --init need --api concise (the lesson's sgd has none)" train --momentum 0.9

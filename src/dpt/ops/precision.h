@@ -7,6 +7,13 @@
 // Convolutions of a single-channel input (LeNet's conv1) stay fp32 on CPUs with our own
 // kernels for them (ops/cpu/single_channel_conv.cc): with 9 products per output they are
 // bound by memory, not by the multiplies, and run faster in those kernels than in bf16.
+//
+// The algorithm of the CPU's 3x3 stride-1 convolutions, for the whole process. winograd (the
+// default) computes them, in fp32 on 16-channel blocks (ResNet-18's 3x3 layers), with
+// oneDNN's Winograd F(4x4, 3x3) kernels: a quarter of the multiplies, with a rounding
+// error several times direct's (still far inside tests/ops_layout_sweep_test.cc's bound).
+// direct computes every product as written. Convolutions Winograd does not fit (other
+// shapes, strides, layouts, bf16, GPUs) are direct either way.
 #pragma once
 
 #include <array>
@@ -26,6 +33,15 @@ ConvPrecision conv_precision();
 // "fp32" or "bf16"; anything else throws ConfigError (`precision`) listing the choices.
 ConvPrecision parse_conv_precision(std::string_view text);
 std::string precision_name(ConvPrecision precision);
+
+enum class ConvAlgorithm { winograd, direct };
+inline constexpr std::array<std::string_view, 2> kConvAlgorithms{"winograd", "direct"};  // by name
+
+void set_conv_algorithm(ConvAlgorithm algorithm);
+ConvAlgorithm conv_algorithm();
+// "winograd" or "direct"; anything else throws ConfigError (`conv_algorithm`) listing the choices.
+ConvAlgorithm parse_conv_algorithm(std::string_view text);
+std::string conv_algorithm_name(ConvAlgorithm algorithm);
 
 // Whether this CPU (as oneDNN sees it) has native bf16 dot products.
 bool cpu_has_bf16();

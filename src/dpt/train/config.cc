@@ -54,6 +54,7 @@ void validate(const JobConfig& job) {
   nn::parse_init(job.init);
   parse_on_nan(job.on_nan);
   ops::parse_conv_precision(job.precision);
+  ops::parse_conv_algorithm(job.conv_algorithm);
   optim::parse_schedule(job.lr_schedule);
   optim::parse_lr_scaling(job.lr_scaling);
   check_epochs(job.epochs);

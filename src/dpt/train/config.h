@@ -63,6 +63,7 @@ struct JobConfig {
   double bucket_mb = 0;
   double collective_timeout = 300;  // seconds; dist mpi only
   std::string precision = "fp32";   // ops::kConvPrecisions
+  std::string conv_algorithm = "winograd";  // ops::kConvAlgorithms: the CPU's 3x3 stride-1 convolutions
   bool deterministic = false;       // the same bits on any number of devices (chunks of chunk_size)
   int64_t chunk_size = 32;          // deterministic only: the batch must be a multiple of it
   std::string progress = "auto";    // kProgresses: the per-step progress line (see show_progress)

@@ -123,11 +123,12 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
                                 (job.bucket_mb > 0 ? ", " + std::to_string(job.bucket_mb) + " MiB buckets" : "");
   std::printf(
       "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
-      "from %s, batch %lld, lr %g, %d epochs%s\n",
+      "from %s, batch %lld, lr %g, %d epochs%s%s\n",
       job.model.c_str(), job.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
       static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data_dir.c_str(),
       static_cast<long long>(job.batch_size), job.lr, job.epochs,
-      ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "");
+      ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "",
+      ops::conv_algorithm() == ops::ConvAlgorithm::direct ? ", convolutions direct (no Winograd)" : "");
   if (job.lr_schedule != "constant" || job.warmup_epochs > 0 || job.lr_scaling != "none" || job.accumulate > 1 ||
       job.sync_bn) {
     const float base = optim::scaled_lr(job.lr, scratch.lr_scaling, job.batch_size * job.accumulate);
@@ -174,6 +175,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
 int traced_train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const JobHooks& hooks) {
   validate(job);  // everything that can fail before MPI starts
   ops::set_conv_precision(ops::parse_conv_precision(job.precision));  // refuses bf16 on a CPU without it
+  ops::set_conv_algorithm(ops::parse_conv_algorithm(job.conv_algorithm));
   const std::vector<Device> devices = parallel::parse_device_list(job.devices, cuda::device_count());
   const parallel::ProcessGroup group = join_job(job, mpi, hooks);
   start_job_trace(job, group);

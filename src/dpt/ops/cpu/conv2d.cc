@@ -32,6 +32,32 @@ bool runs_scatter_backward_data(const Shape& x, const Shape& weight, ConvGeometr
          conv_precision() == ConvPrecision::fp32;
 }
 
+// Winograd where ops/precision.h asks for it and oneDNN's F(4x4, 3x3) kernels fit: fp32,
+// 3x3, stride 1, padding 1, 16-channel blocks (AVX-512; a test forcing another layout gets
+// direct). Each primitive falls back to direct where oneDNN has no Winograd kernel for it
+// (primitive_with_fallback), so the algorithm depends on the shapes alone, never on timing:
+// every run, device count and process computes a shape the same way.
+dnnl::algorithm conv_algorithm_for(const Shape& x, const Shape& weight, ConvGeometry g) {
+  const tag activations = conv_activation_tag(x[1], weight[0]);
+  const bool fits = cpu_has_avx512f() && weight[2] == 3 && weight[3] == 3 && g.stride == 1 && g.padding == 1 &&
+                    x[1] % 16 == 0 && weight[0] % 16 == 0 && (activations == tag::any || activations == tag::nChw16c);
+  return conv_algorithm() == ConvAlgorithm::winograd && conv_precision() == ConvPrecision::fp32 && fits
+             ? dnnl::algorithm::convolution_winograd
+             : dnnl::algorithm::convolution_direct;
+}
+
+// make(algorithm) builds a primitive; Winograd's refusal (dnnl::error) falls back to direct.
+template <class Make>
+auto primitive_with_fallback(dnnl::algorithm algorithm, Make&& make) {
+  if (algorithm == dnnl::algorithm::convolution_winograd) {
+    try {
+      return make(algorithm);
+    } catch (const dnnl::error&) {
+    }
+  }
+  return make(dnnl::algorithm::convolution_direct);
+}
+
 // The layouts tensors have between ops.
 struct PlainDescs {
   dnnl::memory::desc x, weight, bias, out;
@@ -88,28 +114,80 @@ struct ConvForward {
 // plain one: a ReLU post-op changes nothing the backward passes see).
 const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const Shape& out, bool with_bias,
                                      ConvGeometry g, bool fuse_relu = false) {
+  const dnnl::algorithm algorithm = conv_algorithm_for(x, weight, g);
   const std::string key = cache_key("conv_fwd", x, weight, out, with_bias, g.stride, g.padding, fuse_relu,
                                     static_cast<int>(conv_precision()),
-                                    static_cast<int>(conv_activation_tag(x[1], out[1])));
+                                    static_cast<int>(conv_activation_tag(x[1], out[1])), static_cast<int>(algorithm));
   return cached<ConvForward>(key, [&] {
-    const PlainDescs d = any_descs(x, weight, out, Pass::forward);
-    const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-    const auto desc =
-        with_bias ? convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                              d.x, d.weight, d.bias, d.out, strides, padding, padding)
-                  : convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                              d.x, d.weight, d.out, strides, padding, padding);
-    dnnl::primitive_attr attr;
-    if (fuse_relu) {
-      dnnl::post_ops relu;
-      relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-      attr.set_post_ops(relu);
-    }
-    convolution_forward::primitive_desc pd(desc, attr, engine());
-    return ConvForward{pd, convolution_forward(pd)};
+    return primitive_with_fallback(algorithm, [&](dnnl::algorithm a) {
+      const PlainDescs d = any_descs(x, weight, out, Pass::forward);
+      const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
+      const auto desc = with_bias ? convolution_forward::desc(dnnl::prop_kind::forward_training, a, d.x, d.weight,
+                                                              d.bias, d.out, strides, padding, padding)
+                                  : convolution_forward::desc(dnnl::prop_kind::forward_training, a, d.x, d.weight,
+                                                              d.out, strides, padding, padding);
+      dnnl::primitive_attr attr;
+      if (fuse_relu) {
+        dnnl::post_ops relu;
+        relu.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+        attr.set_post_ops(relu);
+      }
+      convolution_forward::primitive_desc pd(desc, attr, engine());
+      return ConvForward{pd, convolution_forward(pd)};
+    });
+  });
+}
+
+struct ConvBackwardData {
+  convolution_backward_data::primitive_desc pd;
+  convolution_backward_data primitive;
+};
+const ConvBackwardData& backward_data_primitive(const Shape& x, const Shape& weight, const Shape& out,
+                                                ConvGeometry g) {
+  const dnnl::algorithm algorithm = conv_algorithm_for(x, weight, g);
+  const std::string key = cache_key("conv_bwd_data", x, weight, out, g.stride, g.padding,
+                                    static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x[1], weight[0])), static_cast<int>(algorithm));
+  return cached<ConvBackwardData>(key, [&] {
+    const auto& hint = forward_primitive(x, weight, out, false, g).pd;
+    return primitive_with_fallback(algorithm, [&](dnnl::algorithm a) {
+      const PlainDescs d = any_descs(x, weight, out, Pass::backward_data);
+      const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
+      const convolution_backward_data::desc desc(a, d.x, d.weight, d.out, strides, padding, padding);
+      convolution_backward_data::primitive_desc pd(desc, engine(), hint);
+      return ConvBackwardData{pd, convolution_backward_data(pd)};
+    });
+  });
+}
+
+struct ConvBackwardWeights {
+  convolution_backward_weights::primitive_desc pd;
+  convolution_backward_weights primitive;
+};
+const ConvBackwardWeights& backward_weights_primitive(const Shape& x, const Shape& weight, const Shape& out,
+                                                      ConvGeometry g) {
+  const dnnl::algorithm algorithm = conv_algorithm_for(x, weight, g);
+  const std::string key = cache_key("conv_bwd_weights", x, weight, out, g.stride, g.padding,
+                                    static_cast<int>(conv_precision()),
+                                    static_cast<int>(conv_activation_tag(x[1], weight[0])), static_cast<int>(algorithm));
+  return cached<ConvBackwardWeights>(key, [&] {
+    const auto& hint = forward_primitive(x, weight, out, false, g).pd;
+    return primitive_with_fallback(algorithm, [&](dnnl::algorithm a) {
+      const PlainDescs d = any_descs(x, weight, out, Pass::backward_weights);
+      const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
+      const convolution_backward_weights::desc desc(a, d.x, d.weight, d.out, strides, padding, padding);
+      convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
+      return ConvBackwardWeights{pd, convolution_backward_weights(pd)};
+    });
   });
 }
 }  // namespace
+
+ConvImplementations conv2d_implementations(const Shape& x, const Shape& weight, const Shape& out, ConvGeometry g) {
+  return {forward_primitive(x, weight, out, false, g).pd.impl_info_str(),
+          backward_data_primitive(x, weight, out, g).pd.impl_info_str(),
+          backward_weights_primitive(x, weight, out, g).pd.impl_info_str()};
+}
 
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g, const Shape& out_shape,
                       bool fuse_relu) {
@@ -143,22 +221,7 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
                           weight.shape(), x_shape, static_cast<float*>(grad_x.memory.get_data_handle()));
     return grad_x.tensor;
   }
-  struct Primitive {
-    convolution_backward_data::primitive_desc pd;
-    convolution_backward_data primitive;
-  };
-  const std::string key = cache_key("conv_bwd_data", x_shape, weight.shape(), grad_out.shape(), g.stride, g.padding,
-                                    static_cast<int>(conv_precision()),
-                                    static_cast<int>(conv_activation_tag(x_shape[1], weight.dim(0))));
-  auto& prim = cached<Primitive>(key, [&] {
-    const PlainDescs d = any_descs(x_shape, weight.shape(), grad_out.shape(), Pass::backward_data);
-    const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-    const convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.x, d.weight, d.out, strides,
-                                               padding, padding);
-    convolution_backward_data::primitive_desc pd(
-        desc, engine(), forward_primitive(x_shape, weight.shape(), grad_out.shape(), false, g).pd);
-    return Primitive{pd, convolution_backward_data(pd)};
-  });
+  const auto& prim = backward_data_primitive(x_shape, weight.shape(), grad_out.shape(), g);
   const PlainDescs plain = plain_descs(x_shape, weight.shape(), grad_out.shape());
   const LaidOutTensor grad_x = output_in_layout(x_shape, plain.x, prim.pd.diff_src_desc());
   Tensor dy_scratch, w_scratch;
@@ -199,24 +262,9 @@ void conv2d_relu_avg_pool_weight_grads(const Tensor& grad_pooled, const PoolResu
 
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                              const Tensor& grad_bias, ConvGeometry g) {
-  struct Primitive {
-    convolution_backward_weights::primitive_desc pd;
-    convolution_backward_weights primitive;
-  };
   const PlainDescs plain = plain_descs(x.shape(), grad_weight.shape(), grad_out.shape());
   if (grad_bias.defined()) bias_gradient(grad_out, grad_bias);
-  const std::string key = cache_key("conv_bwd_weights", x.shape(), grad_weight.shape(), grad_out.shape(), g.stride,
-                                    g.padding, static_cast<int>(conv_precision()),
-                                    static_cast<int>(conv_activation_tag(x.dim(1), grad_weight.dim(0))));
-  auto& prim = cached<Primitive>(key, [&] {
-    const PlainDescs d = any_descs(x.shape(), grad_weight.shape(), grad_out.shape(), Pass::backward_weights);
-    const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-    const convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.x, d.weight, d.out, strides,
-                                                  padding, padding);
-    convolution_backward_weights::primitive_desc pd(
-        desc, engine(), forward_primitive(x.shape(), grad_weight.shape(), grad_out.shape(), false, g).pd);
-    return Primitive{pd, convolution_backward_weights(pd)};
-  });
+  const auto& prim = backward_weights_primitive(x.shape(), grad_weight.shape(), grad_out.shape(), g);
   Tensor dy_scratch, x_scratch, dw_scratch;
   const dnnl::memory dw_mem = scratch_output(grad_weight, plain.weight, prim.pd.diff_weights_desc(), dw_scratch);
   prim.primitive.execute(

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "dpt/core/tensor.h"
 #include "dpt/ops/backend.h"
@@ -25,6 +26,16 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
 // Fills grad_weight and (when defined) grad_bias.
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                              const Tensor& grad_bias, ConvGeometry geometry);
+
+// oneDNN's names for the implementations the three passes of a convolution of these shapes
+// run on under the current settings (precision, algorithm, layout), e.g.
+// "jit_wino_4x3:avx512_core" for Winograd: for tests and benchmarks. (Where our own kernels
+// take a shape, single_channel_conv.cc and scatter_backward_data.cc, they run instead.)
+struct ConvImplementations {
+  std::string forward, backward_data, backward_weights;
+};
+ConvImplementations conv2d_implementations(const Shape& x, const Shape& weight, const Shape& out,
+                                           ConvGeometry geometry);
 
 PoolResult pool2d_forward(const Tensor& x, PoolKind kind, int kernel, int stride, const Shape& out_shape);
 Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKind kind, int kernel, int stride,

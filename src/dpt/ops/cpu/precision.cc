@@ -11,6 +11,7 @@ namespace dpt::ops {
 namespace {
 // Read by every device thread at each convolution; set once before training starts.
 std::atomic<ConvPrecision> g_precision{ConvPrecision::fp32};
+std::atomic<ConvAlgorithm> g_algorithm{ConvAlgorithm::winograd};
 }  // namespace
 
 bool cpu_has_bf16() {
@@ -36,5 +37,19 @@ ConvPrecision parse_conv_precision(std::string_view text) {
 }
 
 std::string precision_name(ConvPrecision precision) { return precision == ConvPrecision::bf16 ? "bf16" : "fp32"; }
+
+void set_conv_algorithm(ConvAlgorithm algorithm) { g_algorithm.store(algorithm); }
+
+ConvAlgorithm conv_algorithm() { return g_algorithm.load(std::memory_order_relaxed); }
+
+ConvAlgorithm parse_conv_algorithm(std::string_view text) {
+  if (text == "winograd") return ConvAlgorithm::winograd;
+  if (text == "direct") return ConvAlgorithm::direct;
+  throw bad_choice("conv_algorithm", text, kConvAlgorithms);
+}
+
+std::string conv_algorithm_name(ConvAlgorithm algorithm) {
+  return algorithm == ConvAlgorithm::winograd ? "winograd" : "direct";
+}
 
 }  // namespace dpt::ops
