@@ -470,6 +470,17 @@ TEST(BatchNormForward, EvalAfterTrainingUsesTheUpdatedStats) {
   expect_values_near(y, {-1.5 / s, -0.5 / s, 0.5 / s, 1.5 / s});
 }
 
+// Autograd clones a gradient before summing another into it (a residual's two branches):
+// the copy keeps the backend's layout, so neither it nor the source is converted to plain.
+TEST(TensorClone, KeepsABackendLayoutAndTheValues) {
+  const Tensor blocked = ops::conv2d(random_tensor({2, 16, 6, 6}, 220), random_tensor({32, 16, 3, 3}, 221), Tensor(), 1, 1);
+  ASSERT_NE(blocked.storage().layout(), nullptr) << "conv2d no longer leaves its own layout";
+  const Tensor copy = blocked.clone();
+  EXPECT_EQ(copy.storage().layout(), blocked.storage().layout());
+  EXPECT_NE(copy.storage().raw_data(), blocked.storage().raw_data());
+  EXPECT_EQ(copy.to_vector(), blocked.to_vector());  // each converted on reading, to the same values
+}
+
 TEST(BatchNormForward, ConvOutputInItsLayoutGivesTheSameResultAsPlain) {
   // conv2d leaves its output in its own layout (3 -> 5 channels: channels-last on AVX-512,
   // oneDNN's 8-channel block on AVX2; ops_layout_sweep_test forces each); batch norm must
@@ -484,7 +495,7 @@ TEST(BatchNormForward, ConvOutputInItsLayoutGivesTheSameResultAsPlain) {
     ASSERT_NE(blocked_in.storage().layout(), nullptr) << "conv2d no longer leaves its own layout";
     const Tensor y_blocked = ops::batch_norm2d(blocked_in, gamma, beta, rm_a, rv_a, training);
     EXPECT_NE(y_blocked.storage().layout(), nullptr) << "batch norm reordered its output to plain";
-    const Tensor plain_in = blocked_in.clone();  // converts to plain
+    const Tensor plain_in = Tensor::from_vector(blocked_in.clone().to_vector(), blocked_in.shape());
     ASSERT_EQ(plain_in.storage().layout(), nullptr);
     const Tensor y_plain = ops::batch_norm2d(plain_in, gamma, beta, rm_b, rv_b, training);
     const std::vector<float> a = y_blocked.to_vector(), b = y_plain.to_vector();

@@ -204,6 +204,15 @@ Tensor& Tensor::set_name(std::string name) {
 }
 
 Tensor Tensor::clone() const {
+  const Storage& source = storage();
+  if (source.layout() != nullptr) {
+    // A host tensor in a backend's layout is copied as it is, layout and all: the copy reads
+    // as the source would, and neither is converted to plain (autograd clones a gradient
+    // before it sums another into it, so a plain copy would cost two conversions per sum).
+    auto copy = std::make_shared<Storage>(source.bytes(), source.shared_layout());
+    std::memcpy(copy->raw_data(), source.raw_data(), source.bytes());
+    return from_storage(std::move(copy), shape(), dtype(), device());
+  }
   Tensor t = empty(shape(), dtype(), device());
   t.copy_from(*this);
   return t;

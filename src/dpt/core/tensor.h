@@ -44,6 +44,7 @@ class Storage {
   // The bytes as they are, in layout(): for backends that understand it.
   void* raw_data() const { return data_; }
   const BackendLayout* layout() const { return layout_.get(); }
+  const std::shared_ptr<const BackendLayout>& shared_layout() const { return layout_; }
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 

@@ -43,6 +43,29 @@ class DnnlLayout final : public BackendLayout {
   dnnl::memory::desc blocked_, plain_;
 };
 
+}  // namespace
+
+dnnl::memory::format_tag activation_tag_of(const dnnl::memory::desc& desc) {
+  using tag = dnnl::memory::format_tag;
+  if (desc.dims().size() != 4 || desc.data_type() != dnnl::memory::data_type::f32) return tag::undef;
+  for (const tag t : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+    if (desc == dnnl::memory::desc(desc.dims(), dnnl::memory::data_type::f32, t)) return t;
+  }
+  return tag::undef;
+}
+
+bool same_bytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
+  using tag = dnnl::memory::format_tag;
+  if (a == b) return true;
+  const tag ta = activation_tag_of(a), tb = activation_tag_of(b);
+  if (ta == tag::undef || tb == tag::undef || a.dims() != b.dims()) return false;
+  const dnnl::memory::dims& d = a.dims();
+  const auto fills = [&](tag t) { return t == tag::nChw16c ? d[1] % 16 == 0 : t == tag::nChw8c ? d[1] % 8 == 0 : true; };
+  return d[2] * d[3] == 1 && fills(ta) && fills(tb);
+}
+
+namespace {
+
 Tensor scratch_buffer(const dnnl::memory::desc& desc) {
   const int64_t floats = static_cast<int64_t>((desc.get_size() + sizeof(float) - 1) / sizeof(float));
   return Tensor::empty({floats});
@@ -61,8 +84,8 @@ dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& pla
   const dnnl::memory::desc current = current_layout(tensor, plain);
   Storage& storage = tensor.storage();
   void* data = current == plain ? storage.data(tensor.bytes()) : storage.raw_data();
+  if (same_bytes(wanted, current)) return dnnl::memory(wanted, engine(), data);
   dnnl::memory own(current, engine(), data);
-  if (wanted == current) return own;
   scratch = scratch_buffer(wanted);
   dnnl::memory converted(wanted, engine(), scratch.data<float>());
   reorder(own, converted);
@@ -70,9 +93,9 @@ dnnl::memory input_in_layout(const Tensor& tensor, const dnnl::memory::desc& pla
 }
 
 LaidOutTensor output_in_layout(const Shape& shape, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted) {
-  if (wanted == plain) {
+  if (same_bytes(wanted, plain)) {  // a plain tensor, written through the primitive's descriptor
     Tensor t = Tensor::empty(shape);
-    return {t, as_memory(plain, t)};
+    return {t, as_memory(wanted, t)};
   }
   Tensor t = Tensor::from_storage(
       std::make_shared<Storage>(wanted.get_size(), std::make_shared<DnnlLayout>(wanted, plain)), shape, DType::f32, {});
@@ -82,13 +105,13 @@ LaidOutTensor output_in_layout(const Shape& shape, const dnnl::memory::desc& pla
 
 dnnl::memory scratch_output(const Tensor& output, const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted,
                             Tensor& scratch) {
-  if (wanted == plain) return as_memory(plain, output);
+  if (same_bytes(wanted, plain)) return as_memory(wanted, output);
   scratch = scratch_buffer(wanted);
   return dnnl::memory(wanted, engine(), scratch.data<float>());
 }
 
 void finish_output(const dnnl::memory& written, const Tensor& output, const dnnl::memory::desc& plain) {
-  if (written.get_desc() == plain) return;
+  if (same_bytes(written.get_desc(), plain)) return;
   reorder(written, as_memory(plain, output));
 }
 
@@ -111,13 +134,7 @@ void force_activation_layout(dnnl::memory::format_tag layout) {
 }
 
 dnnl::memory::format_tag activation_layout_of(const Tensor& tensor) {
-  using tag = dnnl::memory::format_tag;
-  const dnnl::memory::desc plain = plain_desc(tensor.shape(), tag::nchw);
-  const dnnl::memory::desc current = current_layout(tensor, plain);
-  for (const tag t : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
-    if (current == dnnl::memory::desc(plain.dims(), dnnl::memory::data_type::f32, t)) return t;
-  }
-  return tag::undef;
+  return activation_tag_of(current_layout(tensor, plain_desc(tensor.shape(), dnnl::memory::format_tag::nchw)));
 }
 
 Tensor copy_in_layout(const Tensor& tensor, dnnl::memory::format_tag layout) {

@@ -34,6 +34,13 @@ LaidOutTensor output_in_layout(const Shape& shape, const dnnl::memory::desc& pla
 // The layout a tensor's data has now: its backend layout, or `plain`.
 dnnl::memory::desc current_layout(const Tensor& tensor, const dnnl::memory::desc& plain);
 
+// The activation layout (nchw, nhwc, nChw8c or nChw16c) a 4-D f32 descriptor is, or undef.
+dnnl::memory::format_tag activation_tag_of(const dnnl::memory::desc& desc);
+// Whether two descriptors put every element at the same byte: equal ones, or activation
+// layouts of a 1 x 1 plane whose channels fill the blocks (nchw, nhwc and the channel
+// blocks all read n * C + c there), which therefore need no reorder between them.
+bool same_bytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b);
+
 // For outputs that must end plain (weight gradients, which the optimizer reads): memory
 // in `wanted` for the primitive to write, in `scratch` when it differs from `plain`;
 // finish_output() then reorders into the tensor.
