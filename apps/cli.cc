@@ -218,7 +218,7 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train.add_flag(flag("deterministic"), j.deterministic,
                  "The same bits on any number of devices or processes: each batch is cut into chunks of "
                  "--chunk-size examples, each computed on one thread (BatchNorm on the chunk's statistics), and the "
-                 "chunks' gradients summed in one fixed tree (CPU devices, no --bucket-mb)");
+                 "chunks' gradients summed in one fixed tree (no --bucket-mb)");
   train
       .add_option(flag("chunk_size"), j.chunk_size,
                   "--deterministic: examples per chunk; --batch-size must be a multiple of it")

@@ -1,6 +1,7 @@
 // Training on CUDA devices against the same training on the CPU: the from-scratch
 // ScratchTrainer and the concise DataParallel (with BatchNorm and momentum) on cuda:0, and
-// on two GPUs over NCCL against one GPU, with the replicas bit-identical. Without a GPU the
+// on two GPUs over NCCL against one GPU, with the replicas bit-identical; --deterministic
+// with the bits of one GPU on two replicas. Without a GPU the
 // GPU tests are skipped and say why; the device-list rules run everywhere.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -164,6 +165,38 @@ TEST(CudaTraining, ScratchWithTwoReplicasOnOneGpuMatchesOneReplica) {
 TEST(CudaTraining, DataParallelWithTwoReplicasOnOneGpuMatchesOneReplica) {
   DPT_SKIP_WITHOUT_GPUS(1);
   expect_close(concise_steps({kGpu0, kGpu0}), concise_steps({kGpu0}), "2 replicas on cuda:0 against 1");
+}
+
+// --deterministic on GPUs: two steps of the conv-BN-fc net with momentum, batch 24 in chunks
+// of 8 (so 3 chunks: an uneven split over 2 replicas), in deterministic mode.
+std::vector<Tensor> deterministic_steps(const std::vector<Device>& devices) {
+  dpt::parallel::DataParallelOptions options;
+  options.cores = static_cast<int>(devices.size());
+  options.deterministic_chunk = 8;
+  dpt::parallel::DataParallel net(small_bn_net(), devices, options);
+  dpt::optim::SGD sgd(net.replica_parameters(), {0.1f, 0.9f, 0.0f});
+  for (int step = 0; step < 2; ++step) {
+    const auto [X, y] = random_images(24, 600 + step);
+    sgd.zero_grad();
+    (void)net.forward_backward(X, y);
+    sgd.step();
+  }
+  std::vector<Tensor> state = net.replica(0).parameters();
+  for (const Tensor& b : net.replica(0).buffers()) state.push_back(b);
+  return state;
+}
+
+// The same bits on one replica and on two: two replicas of cuda:0 over the host's tree
+// allreduce, and two GPUs over NCCL (the tree's slices staged through GPU memory; the
+// GPUs must be of one kind, as cuDNN and cuBLAS promise equal bits only on equal GPUs).
+TEST(CudaTraining, DeterministicTwoReplicasOnOneGpuGiveTheBitsOfOne) {
+  DPT_SKIP_WITHOUT_GPUS(1);
+  expect_bit_identical(deterministic_steps({kGpu0, kGpu0}), deterministic_steps({kGpu0}));
+}
+
+TEST(CudaTraining, DeterministicTwoGpusOverNcclGiveTheBitsOfOne) {
+  DPT_SKIP_WITHOUT_GPUS(2);
+  expect_bit_identical(deterministic_steps({kGpu0, kGpu1}), deterministic_steps({kGpu0}));
 }
 
 // One SGD step of ResNet-18 (Kaiming, from one seed) on a GPU against the same on the CPU.

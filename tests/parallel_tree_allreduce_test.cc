@@ -58,7 +58,7 @@ TEST(TreeAllreduce, EveryRankEndsWithTheBitsOfOneRankForAnyRankCount) {
           auto comm = dpt::parallel::make_in_process_communicator(algorithm, ranks);
           std::vector<std::vector<float>> results(ranks);
           on_every_rank(ranks, [&](int r) {
-            results[r] = dpt::parallel::tree_allreduce(*comm, r, nodes_of_rank(values, ranks, r), chunks, width);
+            results[r] = dpt::parallel::tree_allreduce(*comm, r, dpt::Device::cpu(), nodes_of_rank(values, ranks, r), chunks, width);
           });
           for (int r = 0; r < ranks; ++r) {
             EXPECT_TRUE(same_bits(results[r], one))
@@ -82,7 +82,7 @@ TEST(TreeAllreduce, EachRankReceivesTheRingsVolumeWhenItHoldsOneNode) {
   on_every_rank(kRanks, [&](int r) {
     const std::vector<TreeNode> mine = nodes_of_rank(values, kRanks, r);
     ASSERT_EQ(mine.size(), 1u) << "rank " << r;
-    dpt::parallel::tree_allreduce(*comm, r, mine, kChunks, kWidth);
+    dpt::parallel::tree_allreduce(*comm, r, dpt::Device::cpu(), mine, kChunks, kWidth);
   });
   for (int r = 0; r < kRanks; ++r) {
     const size_t own = r == 0 ? 251 : 250;

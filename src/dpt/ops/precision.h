@@ -43,6 +43,21 @@ ConvAlgorithm conv_algorithm();
 ConvAlgorithm parse_conv_algorithm(std::string_view text);
 std::string conv_algorithm_name(ConvAlgorithm algorithm);
 
+// Whether a convolution must give the same bits for the same inputs on every run and
+// device, as --deterministic needs: true while a DeterministicConvolutions lives
+// (parallel::ReplicaGroup holds one in that mode). The CPU's kernels already do at a fixed
+// thread count, which the mode fixes; on GPUs cuDNN's plans then take only the algorithms
+// cuDNN marks CUDNN_DETERMINISTIC (some backward-weights algorithms add with atomics, in
+// whatever order threads finish).
+bool conv_deterministic();
+class DeterministicConvolutions {
+ public:
+  DeterministicConvolutions();
+  ~DeterministicConvolutions();
+  DeterministicConvolutions(const DeterministicConvolutions&) = delete;
+  DeterministicConvolutions& operator=(const DeterministicConvolutions&) = delete;
+};
+
 // Whether this CPU (as oneDNN sees it) has native bf16 dot products.
 bool cpu_has_bf16();
 

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "dpt/core/device_memory.h"
 #include "dpt/ops/backend.h"
 
 namespace dpt::parallel {
@@ -20,31 +21,53 @@ void allreduce(const std::vector<Tensor>& data) {
   for (size_t i = 1; i < data.size(); ++i) data[i].copy_from(data[0]);
 }
 
-void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors,
-                       std::vector<float>& flat_buffer, float scale) {
+namespace {
+size_t total_values(const std::vector<Tensor>& tensors) {
   size_t total = 0;
   for (const Tensor& t : tensors) total += static_cast<size_t>(t.numel());
-  const bool on_gpu = !tensors.empty() && tensors[0].device().kind == Device::Kind::cuda;
-  const ops::Backend& kernels = on_gpu ? ops::backend_for(tensors[0]) : ops::cpu_backend();
-  if (!on_gpu) {  // packed into flat_buffer, whose memory every step reuses
-    flat_buffer.resize(total);
-    kernels.pack(tensors, flat_buffer.data());
-    comm.allreduce_sum(rank, flat_buffer.data(), total);
-    kernels.unpack(flat_buffer.data(), tensors, scale);
+  return total;
+}
+bool on_gpu(const std::vector<Tensor>& tensors) {
+  return !tensors.empty() && tensors[0].device().kind == Device::Kind::cuda;
+}
+}  // namespace
+
+void pack_to_host(const std::vector<Tensor>& tensors, std::vector<float>& flat) {
+  flat.resize(total_values(tensors));  // a caller's vector: its memory is reused step after step
+  if (!on_gpu(tensors)) {
+    ops::cpu_backend().pack(tensors, flat.data());
     return;
   }
-  // GPU tensors are packed on their GPU. NCCL reduces them there; a host backend gets the
-  // packed buffer copied to flat_buffer and back, one copy each way.
+  const Device device = tensors[0].device();
+  const Tensor staged = Tensor::empty({static_cast<int64_t>(flat.size())}, DType::f32, device);
+  ops::backend_for(tensors[0]).pack(tensors, static_cast<float*>(staged.storage().raw_data()));
+  device_memory(device).copy_to_host(device.index, flat.data(), staged.storage().raw_data(), flat.size() * sizeof(float));
+}
+
+void unpack_from_host(const std::vector<float>& flat, const std::vector<Tensor>& tensors, float scale) {
+  if (!on_gpu(tensors)) {
+    ops::cpu_backend().unpack(flat.data(), tensors, scale);
+    return;
+  }
+  const Tensor staged = Tensor::from_vector(flat, {static_cast<int64_t>(flat.size())}, tensors[0].device());
+  ops::backend_for(tensors[0]).unpack(static_cast<const float*>(staged.storage().raw_data()), tensors, scale);
+}
+
+void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors,
+                       std::vector<float>& flat_buffer, float scale) {
+  if (!on_gpu(tensors) || !comm.reduces_device_memory()) {  // summed on the host
+    pack_to_host(tensors, flat_buffer);
+    comm.allreduce_sum(rank, flat_buffer.data(), flat_buffer.size());
+    unpack_from_host(flat_buffer, tensors, scale);
+    return;
+  }
+  // NCCL sums them where they are: packed, reduced and unpacked on the GPU.
+  const size_t total = total_values(tensors);
   const Tensor flat = Tensor::empty({static_cast<int64_t>(total)}, DType::f32, tensors[0].device());
   auto* device_flat = static_cast<float*>(flat.storage().raw_data());
+  const ops::Backend& kernels = ops::backend_for(tensors[0]);
   kernels.pack(tensors, device_flat);
-  if (comm.reduces_device_memory()) {
-    comm.allreduce_sum(rank, device_flat, total);
-  } else {
-    flat_buffer = flat.to_vector();
-    comm.allreduce_sum(rank, flat_buffer.data(), total);
-    flat.copy_from(Tensor::from_vector(flat_buffer, flat.shape()));
-  }
+  comm.allreduce_sum(rank, device_flat, total);
   kernels.unpack(device_flat, tensors, scale);
 }
 

@@ -12,6 +12,13 @@ namespace dpt::parallel {
 // tensor holds the elementwise sum (summed onto the first, then copied back).
 void allreduce(const std::vector<Tensor>& data);
 
+// `tensors` (all on one device) one after another in `flat` (resized to their total size)
+// on the host, and back (flat * scale): the device's backend packs and unpacks, and a GPU's
+// flat buffer crosses to the host in one copy each way. For sums made on the host (a host
+// communicator, --deterministic's chunk tree).
+void pack_to_host(const std::vector<Tensor>& tensors, std::vector<float>& flat);
+void unpack_from_host(const std::vector<float>& flat, const std::vector<Tensor>& tensors, float scale);
+
 // Sums `tensors` elementwise over all ranks with `comm` and multiplies the sums by `scale`:
 // the tensors are packed into one flat buffer on their device, so a whole model costs one
 // collective instead of one per tensor. `flat_buffer` is the host copy of that buffer when

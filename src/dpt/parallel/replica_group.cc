@@ -8,6 +8,7 @@
 #include "dpt/core/trace.h"
 #include "dpt/ops/ledger.h"
 #include "dpt/ops/ops.h"
+#include "dpt/ops/precision.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/process_group.h"
@@ -38,11 +39,9 @@ void check_replica_devices(const std::vector<Device>& devices, const ReplicaGrou
   check_devices_for_training(devices, options.process_group, options.bucket_mb);
   check_one_device_per_process(devices, options.process_group);
   for (const Device& d : devices) {
-    if (d.kind == Device::Kind::cpu) continue;
-    if (options.deterministic_chunk > 0) {
-      throw ConfigError("deterministic", "`deterministic` runs on CPU devices only, got " + d.str());
+    if (d.kind != Device::Kind::cpu && options.sync_bn) {
+      throw ConfigError("sync_bn", "`sync_bn` runs on CPU devices only, got " + d.str());
     }
-    if (options.sync_bn) throw ConfigError("sync_bn", "`sync_bn` runs on CPU devices only, got " + d.str());
   }
 }
 
@@ -70,6 +69,8 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
       replicas_(std::move(replicas)),
       flat_buffers_(devices.size()),
       accumulated_(devices.size()) {
+  // cuDNN plans only deterministic algorithms while this group lives (ops/precision.h).
+  if (deterministic()) deterministic_convolutions_ = std::make_unique<ops::DeterministicConvolutions>();
   for (const Device& d : devices) ledgers_.push_back(ops::new_ledger(d));
   if (replicas_.size() != devices.size()) {
     throw std::invalid_argument("ReplicaGroup: " + std::to_string(replicas_.size()) + " replicas for " +

@@ -22,7 +22,8 @@
 // Deterministic mode (options.deterministic_chunk = K): the unit of work is a chunk of K
 // examples of the global batch (the last one shorter); devices only decide where chunks
 // run (whole chunks per device, data::shard_rows). Each chunk's forward and backward runs
-// alone on one thread, with BatchNorm on the chunk's statistics (ghost batch norm), and
+// alone (on one thread; on a GPU with deterministic cuDNN algorithms, ops/precision.h),
+// with BatchNorm on the chunk's statistics (ghost batch norm), and
 // the chunks' gradients and running statistics are summed in one fixed tree over the
 // chunk indices (chunk_tree.h), the same for any number of devices or processes: the
 // parameters, buffers and momentum end every step with the same bits on 1 or N devices.
@@ -38,6 +39,7 @@
 #include "dpt/data/fashion_mnist.h"
 #include "dpt/data/loader.h"
 #include "dpt/ops/ops.h"
+#include "dpt/ops/precision.h"
 #include "dpt/parallel/chunk_tree.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
@@ -187,6 +189,7 @@ class ReplicaGroup {
   bool accumulating_ = false;  // the last step was GradientSync::later
   // Deterministic mode's sums of the GradientSync::later steps' gradients, one per device.
   std::vector<std::vector<float>> accumulated_;
+  std::unique_ptr<ops::DeterministicConvolutions> deterministic_convolutions_;  // in deterministic mode
   // One per device with buckets; declared last, so destroyed (threads joined) first.
   std::vector<std::unique_ptr<GradientBucketer>> bucketers_;
 };

@@ -1,6 +1,7 @@
 // ReplicaGroup's deterministic mode (see replica_group.h and chunk_tree.h): chunks of the
 // global batch computed one by one, their gradients and running statistics summed in
-// the fixed tree over chunk indices.
+// the fixed tree over chunk indices. The tree adds on the host: a GPU replica's chunk
+// gradients cross to it once per chunk (pack_to_host), the price of the mode on GPUs.
 #include <stdexcept>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "dpt/ops/backend.h"
 #include "dpt/ops/ledger.h"
 #include "dpt/ops/ops.h"
+#include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/replica_group.h"
 #include "dpt/parallel/tree_allreduce.h"
 
@@ -22,8 +24,8 @@ size_t total_values(const std::vector<Tensor>& tensors) {
 }
 
 std::vector<float> packed(const std::vector<Tensor>& tensors) {
-  std::vector<float> flat(total_values(tensors));
-  ops::cpu_backend().pack(tensors, flat.data());
+  std::vector<float> flat;
+  pack_to_host(tensors, flat);
   return flat;
 }
 
@@ -61,7 +63,7 @@ void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global
     const Shard part = shard_slice(*shard, first, std::min(chunk, shard_rows - first));
     // Every chunk starts from the step's running statistics, so that each chunk's update
     // of them depends on that chunk alone.
-    ops::cpu_backend().unpack(buffers_at_start.data(), replica.buffers, 1.0f);
+    unpack_from_host(buffers_at_start, replica.buffers, 1.0f);
     for (const Tensor& p : replica.params) p.zero_grad();
     ShardOutput out;
     {
@@ -87,19 +89,19 @@ void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global
     held = std::move(gradient);
   } else {
     held.clear();
-    ops::cpu_backend().unpack(gradient.data(), gradients_of(replica.params), gradient_scale);
+    unpack_from_host(gradient, gradients_of(replica.params), gradient_scale);
   }
   if (!replica.buffers.empty()) {
     // The running statistics: their mean over the chunks, summed in the same tree.
     const std::vector<float> buffers = tree_sum(device, buffer_tree.nodes(), chunks, total_values(replica.buffers));
-    ops::cpu_backend().unpack(buffers.data(), replica.buffers, 1.0f / static_cast<float>(chunks));
+    unpack_from_host(buffers, replica.buffers, 1.0f / static_cast<float>(chunks));
   }
 }
 
 std::vector<float> ReplicaGroup::tree_sum(int device, const std::vector<TreeNode>& mine, int64_t chunks,
                                           size_t values) {
   if (job_replicas() == 1) return combine_nodes(mine, chunks);
-  return tree_allreduce(*comm_, global_rank(device), mine, chunks, values);
+  return tree_allreduce(*comm_, global_rank(device), pool_.devices()[device], mine, chunks, values);
 }
 
 }  // namespace dpt::parallel

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/core/device_memory.h"
 #include "dpt/data/loader.h"
 #include "dpt/ops/ops.h"
 
@@ -22,12 +23,27 @@ std::vector<Tensor> replicate(const std::vector<Tensor>& params, Device device) 
 
 namespace {
 Tensor host_rows(const Tensor& t, int64_t begin, int64_t rows, Device device);
+
+// Rows [begin, begin + rows) of t in a tensor of their own on t's device (a GPU's copied
+// there, device to device).
+Tensor rows_of(const Tensor& t, int64_t begin, int64_t rows) {
+  if (t.device().kind != Device::Kind::cuda) return host_rows(t, begin, rows, t.device());
+  Shape shape = t.shape();
+  shape[0] = rows;
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  const size_t row_bytes = t.bytes() / static_cast<size_t>(t.dim(0));
+  device_memory(t.device())
+      .copy_on_device(t.device().index, out.storage().raw_data(),
+                      static_cast<const char*>(t.storage().raw_data()) + static_cast<size_t>(begin) * row_bytes,
+                      static_cast<size_t>(rows) * row_bytes);
+  return out;
+}
 }  // namespace
 
 Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows) {
-  const Device device = shard.X.device();
-  Tensor labels = host_rows(shard.y, begin, rows, device);
-  return {host_rows(shard.X, begin, rows, device).to(device), labels.to(device), labels};
+  // The labels from the host copy split_batch kept (a GPU shard's y is on the GPU).
+  Tensor labels = rows_of(shard.host_labels.defined() ? shard.host_labels : shard.y, begin, rows);
+  return {rows_of(shard.X, begin, rows), labels.to(shard.y.device()), labels};
 }
 
 namespace {

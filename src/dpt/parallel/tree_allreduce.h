@@ -24,9 +24,11 @@ namespace dpt::parallel {
 // sums chunks data::shard_rows(chunks, ranks, r): what every rank knows of every other.
 std::vector<std::vector<TreeNode>> tree_nodes_by_rank(int64_t chunks, int ranks);
 
-// Rank `rank` of `comm`, holding `mine` (its ChunkTree's nodes, each `values` floats):
-// the root's sum of every rank's nodes. Every rank calls it with the same chunks and values.
-std::vector<float> tree_allreduce(Communicator& comm, int rank, const std::vector<TreeNode>& mine, int64_t chunks,
-                                  size_t values);
+// Rank `rank` of `comm`, holding `mine` (its ChunkTree's nodes, each `values` floats, on
+// the host): the root's sum of every rank's nodes. Every rank calls it with the same chunks
+// and values. With a communicator of device memory (NCCL) the slices travel through
+// buffers on `device`, the rank's GPU; the sums are the host's either way.
+std::vector<float> tree_allreduce(Communicator& comm, int rank, Device device, const std::vector<TreeNode>& mine,
+                                  int64_t chunks, size_t values);
 
 }  // namespace dpt::parallel

@@ -12,6 +12,7 @@ namespace {
 // Read by every device thread at each convolution; set once before training starts.
 std::atomic<ConvPrecision> g_precision{ConvPrecision::fp32};
 std::atomic<ConvAlgorithm> g_algorithm{ConvAlgorithm::winograd};
+std::atomic<int> g_deterministic_holders{0};
 }  // namespace
 
 bool cpu_has_bf16() {
@@ -39,6 +40,10 @@ ConvPrecision parse_conv_precision(std::string_view text) {
 std::string precision_name(ConvPrecision precision) { return precision == ConvPrecision::bf16 ? "bf16" : "fp32"; }
 
 void set_conv_algorithm(ConvAlgorithm algorithm) { g_algorithm.store(algorithm); }
+
+bool conv_deterministic() { return g_deterministic_holders.load(std::memory_order_relaxed) > 0; }
+DeterministicConvolutions::DeterministicConvolutions() { g_deterministic_holders.fetch_add(1); }
+DeterministicConvolutions::~DeterministicConvolutions() { g_deterministic_holders.fetch_sub(1); }
 
 ConvAlgorithm conv_algorithm() { return g_algorithm.load(std::memory_order_relaxed); }
 

@@ -12,6 +12,7 @@
 #include "dpt/ops/cuda/cuda_kernels.h"
 #include "dpt/ops/cuda/device_tensor.h"
 #include "dpt/ops/cuda/launch.h"
+#include "dpt/ops/precision.h"
 
 namespace dpt::ops::cuda {
 
@@ -68,9 +69,11 @@ struct ConvPlan {
 // tensor-op types convert the operands). The workspace is then asked of
 // `workspace(conv, algo, &bytes)` for that algorithm and math type rather than taken from
 // the heuristic's figure; a candidate whose size query fails is skipped.
+// With ops::conv_deterministic() only the candidates cuDNN marks CUDNN_DETERMINISTIC count.
 template <class Perf, class Rank, class Size>
 void choose(ConvGeometry g, int capacity, Rank rank, Size workspace, const char* pass,
             PassPlan<decltype(Perf::algo)>& plan) {
+  const bool deterministic = conv_deterministic();
   cudnnConvolutionDescriptor_t query = make_conv(g, CUDNN_FMA_MATH);
   std::vector<Perf> perf(static_cast<size_t>(capacity));
   int count = 0;
@@ -79,7 +82,8 @@ void choose(ConvGeometry g, int capacity, Rank rank, Size workspace, const char*
   check(ranked, pass);
   for (const cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH}) {
     for (int i = 0; i < count; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType != math || perf[i].memory > kMaxWorkspace) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].mathType != math || perf[i].memory > kMaxWorkspace ||
+          (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC)) {
         continue;
       }
       cudnnConvolutionDescriptor_t conv = make_conv(g, perf[i].mathType);
@@ -94,7 +98,8 @@ void choose(ConvGeometry g, int capacity, Rank rank, Size workspace, const char*
       return;
     }
   }
-  throw std::runtime_error(std::string("cuDNN offers no fp32 ") + pass + " algorithm for these shapes");
+  throw std::runtime_error(std::string("cuDNN offers no ") + (deterministic ? "deterministic " : "") + "fp32 " + pass +
+                           " algorithm for these shapes");
 }
 
 std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t h, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) {
@@ -133,13 +138,13 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t h, const Shape& x, const Shape
 }
 
 const ConvPlan& plan_for(dpt::cuda::Context& ctx, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) {
-  using Key = std::tuple<int, Shape, Shape, int, int>;
+  using Key = std::tuple<int, Shape, Shape, int, int, bool>;
   static std::mutex mutex;
   // Never destroyed, on purpose: destroying the plans' descriptors from a static
   // destructor at exit may run after libcudnn has been unloaded (the order of the two is
   // not ours to choose), which crashes at exit. The process's end frees the memory.
   static auto* const plans = new std::map<Key, std::unique_ptr<ConvPlan>>;
-  const Key key{ctx.device, x, w, g.stride, g.padding};
+  const Key key{ctx.device, x, w, g.stride, g.padding, conv_deterministic()};
   std::lock_guard lock(mutex);
   auto& plan = (*plans)[key];
   if (!plan) plan = make_plan(ctx.cudnn, x, w, y, g);
