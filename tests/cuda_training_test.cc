@@ -116,12 +116,16 @@ TEST(CudaTraining, ScratchOnTwoGpusOverNcclMatchesOneGpuWithIdenticalReplicas) {
   expect_close(two.device_params()[0], one.device_params()[0], "2 GPUs against 1");
 }
 
-// Two steps of SGD with momentum through DataParallel; returns the parameters and buffers.
-std::vector<Tensor> concise_steps(const std::vector<Device>& devices) {
-  dpt::parallel::DataParallel net(small_bn_net(), devices);
+// Two steps of SGD with momentum through DataParallel on batches of `batch`; returns the
+// parameters and buffers. `chunk` > 0: in deterministic mode with chunks of that size.
+std::vector<Tensor> concise_steps(const std::vector<Device>& devices, int64_t chunk = 0, int64_t batch = 12) {
+  dpt::parallel::DataParallelOptions options;
+  options.cores = static_cast<int>(devices.size());
+  options.deterministic_chunk = chunk;
+  dpt::parallel::DataParallel net(small_bn_net(), devices, options);
   dpt::optim::SGD sgd(net.replica_parameters(), {0.1f, 0.9f, 0.0f});
   for (int step = 0; step < 2; ++step) {
-    const auto [X, y] = random_images(12, 300 + step);
+    const auto [X, y] = random_images(batch, 300 + step);
     sgd.zero_grad();
     (void)net.forward_backward(X, y);
     sgd.step();
@@ -167,36 +171,18 @@ TEST(CudaTraining, DataParallelWithTwoReplicasOnOneGpuMatchesOneReplica) {
   expect_close(concise_steps({kGpu0, kGpu0}), concise_steps({kGpu0}), "2 replicas on cuda:0 against 1");
 }
 
-// --deterministic on GPUs: two steps of the conv-BN-fc net with momentum, batch 24 in chunks
-// of 8 (so 3 chunks: an uneven split over 2 replicas), in deterministic mode.
-std::vector<Tensor> deterministic_steps(const std::vector<Device>& devices) {
-  dpt::parallel::DataParallelOptions options;
-  options.cores = static_cast<int>(devices.size());
-  options.deterministic_chunk = 8;
-  dpt::parallel::DataParallel net(small_bn_net(), devices, options);
-  dpt::optim::SGD sgd(net.replica_parameters(), {0.1f, 0.9f, 0.0f});
-  for (int step = 0; step < 2; ++step) {
-    const auto [X, y] = random_images(24, 600 + step);
-    sgd.zero_grad();
-    (void)net.forward_backward(X, y);
-    sgd.step();
-  }
-  std::vector<Tensor> state = net.replica(0).parameters();
-  for (const Tensor& b : net.replica(0).buffers()) state.push_back(b);
-  return state;
-}
-
 // The same bits on one replica and on two: two replicas of cuda:0 over the host's tree
 // allreduce, and two GPUs over NCCL (the tree's slices staged through GPU memory; the
 // GPUs must be of one kind, as cuDNN and cuBLAS promise equal bits only on equal GPUs).
 TEST(CudaTraining, DeterministicTwoReplicasOnOneGpuGiveTheBitsOfOne) {
   DPT_SKIP_WITHOUT_GPUS(1);
-  expect_bit_identical(deterministic_steps({kGpu0, kGpu0}), deterministic_steps({kGpu0}));
+  // Batch 24 in chunks of 8: 3 chunks, split unevenly over the 2 replicas.
+  expect_bit_identical(concise_steps({kGpu0, kGpu0}, 8, 24), concise_steps({kGpu0}, 8, 24));
 }
 
 TEST(CudaTraining, DeterministicTwoGpusOverNcclGiveTheBitsOfOne) {
   DPT_SKIP_WITHOUT_GPUS(2);
-  expect_bit_identical(deterministic_steps({kGpu0, kGpu1}), deterministic_steps({kGpu0}));
+  expect_bit_identical(concise_steps({kGpu0, kGpu1}, 8, 24), concise_steps({kGpu0}, 8, 24));
 }
 
 // One SGD step of ResNet-18 (Kaiming, from one seed) on a GPU against the same on the CPU.

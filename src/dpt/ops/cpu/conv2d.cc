@@ -138,48 +138,38 @@ const ConvForward& forward_primitive(const Shape& x, const Shape& weight, const 
   });
 }
 
-struct ConvBackwardData {
-  convolution_backward_data::primitive_desc pd;
-  convolution_backward_data primitive;
+// A backward pass's primitive (convolution_backward_data or _weights, whose descriptors
+// take the same arguments), built against the forward's as its hint.
+template <class Primitive>
+struct ConvBackward {
+  typename Primitive::primitive_desc pd;
+  Primitive primitive;
 };
-const ConvBackwardData& backward_data_primitive(const Shape& x, const Shape& weight, const Shape& out,
-                                                ConvGeometry g) {
+template <class Primitive>
+const ConvBackward<Primitive>& backward_primitive(const char* op, Pass pass, const Shape& x, const Shape& weight,
+                                                  const Shape& out, ConvGeometry g) {
   const dnnl::algorithm algorithm = conv_algorithm_for(x, weight, g);
-  const std::string key = cache_key("conv_bwd_data", x, weight, out, g.stride, g.padding,
-                                    static_cast<int>(conv_precision()),
+  const std::string key = cache_key(op, x, weight, out, g.stride, g.padding, static_cast<int>(conv_precision()),
                                     static_cast<int>(conv_activation_tag(x[1], weight[0])), static_cast<int>(algorithm));
-  return cached<ConvBackwardData>(key, [&] {
+  return cached<ConvBackward<Primitive>>(key, [&] {
     const auto& hint = forward_primitive(x, weight, out, false, g).pd;
     return primitive_with_fallback(algorithm, [&](dnnl::algorithm a) {
-      const PlainDescs d = any_descs(x, weight, out, Pass::backward_data);
+      const PlainDescs d = any_descs(x, weight, out, pass);
       const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-      const convolution_backward_data::desc desc(a, d.x, d.weight, d.out, strides, padding, padding);
-      convolution_backward_data::primitive_desc pd(desc, engine(), hint);
-      return ConvBackwardData{pd, convolution_backward_data(pd)};
+      const typename Primitive::desc desc(a, d.x, d.weight, d.out, strides, padding, padding);
+      typename Primitive::primitive_desc pd(desc, engine(), hint);
+      return ConvBackward<Primitive>{pd, Primitive(pd)};
     });
   });
 }
-
-struct ConvBackwardWeights {
-  convolution_backward_weights::primitive_desc pd;
-  convolution_backward_weights primitive;
-};
-const ConvBackwardWeights& backward_weights_primitive(const Shape& x, const Shape& weight, const Shape& out,
-                                                      ConvGeometry g) {
-  const dnnl::algorithm algorithm = conv_algorithm_for(x, weight, g);
-  const std::string key = cache_key("conv_bwd_weights", x, weight, out, g.stride, g.padding,
-                                    static_cast<int>(conv_precision()),
-                                    static_cast<int>(conv_activation_tag(x[1], weight[0])), static_cast<int>(algorithm));
-  return cached<ConvBackwardWeights>(key, [&] {
-    const auto& hint = forward_primitive(x, weight, out, false, g).pd;
-    return primitive_with_fallback(algorithm, [&](dnnl::algorithm a) {
-      const PlainDescs d = any_descs(x, weight, out, Pass::backward_weights);
-      const dnnl::memory::dims strides{g.stride, g.stride}, padding{g.padding, g.padding};
-      const convolution_backward_weights::desc desc(a, d.x, d.weight, d.out, strides, padding, padding);
-      convolution_backward_weights::primitive_desc pd(desc, engine(), hint);
-      return ConvBackwardWeights{pd, convolution_backward_weights(pd)};
-    });
-  });
+const ConvBackward<convolution_backward_data>& backward_data_primitive(const Shape& x, const Shape& weight,
+                                                                       const Shape& out, ConvGeometry g) {
+  return backward_primitive<convolution_backward_data>("conv_bwd_data", Pass::backward_data, x, weight, out, g);
+}
+const ConvBackward<convolution_backward_weights>& backward_weights_primitive(const Shape& x, const Shape& weight,
+                                                                             const Shape& out, ConvGeometry g) {
+  return backward_primitive<convolution_backward_weights>("conv_bwd_weights", Pass::backward_weights, x, weight, out,
+                                                          g);
 }
 }  // namespace
 
