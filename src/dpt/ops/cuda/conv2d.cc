@@ -1,6 +1,7 @@
 // Convolutions of the CUDA backend on cuDNN. A plan per device and shape holds the
-// descriptors and, for each pass, the algorithm cuDNN's heuristics rank first (in fp32
-// FMA math) with its workspace size, so a training step sets nothing up after the first.
+// descriptors and, for each pass once it has run, the algorithm cuDNN's heuristics rank
+// first (in fp32 FMA math) with its workspace size, so a training step sets nothing up
+// after the first.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -102,42 +103,66 @@ void choose(ConvGeometry g, int capacity, Rank rank, Size workspace, const char*
                            " algorithm for these shapes");
 }
 
-std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t h, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) {
-  auto plan = std::make_unique<ConvPlan>(x, w, y);
-  ConvPlan& p = *plan;
-  choose<cudnnConvolutionFwdAlgoPerf_t>(
-      g, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-      [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
-        return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x_desc, p.w_desc, conv, p.y_desc, capacity, count, perf);
-      },
-      [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
-        return cudnnGetConvolutionForwardWorkspaceSize(h, p.x_desc, p.w_desc, conv, p.y_desc, algo, bytes);
-      },
-      "convolution forward", p.forward);
-  choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-      g, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-      [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-        return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w_desc, p.y_desc, conv, p.x_desc, capacity, count,
-                                                           perf);
-      },
-      [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
-        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w_desc, p.y_desc, conv, p.x_desc, algo, bytes);
-      },
-      "convolution backward-data", p.backward_data);
-  choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      g, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-      [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x_desc, p.y_desc, conv, p.w_desc, capacity, count,
-                                                             perf);
-      },
-      [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
-        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x_desc, p.y_desc, conv, p.w_desc, algo, bytes);
-      },
-      "convolution backward-weights", p.backward_filter);
-  return plan;
+enum class Pass { forward, backward_data, backward_filter };
+
+// Chooses `pass` of plan `p` (its algorithm, math type and workspace).
+void choose_pass(cudnnHandle_t h, ConvPlan& p, ConvGeometry g, Pass pass) {
+  switch (pass) {
+    case Pass::forward:
+      choose<cudnnConvolutionFwdAlgoPerf_t>(
+          g, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+          [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, p.x_desc, p.w_desc, conv, p.y_desc, capacity, count,
+                                                          perf);
+          },
+          [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, p.x_desc, p.w_desc, conv, p.y_desc, algo, bytes);
+          },
+          "convolution forward", p.forward);
+      return;
+    case Pass::backward_data:
+      choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+          g, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+          [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w_desc, p.y_desc, conv, p.x_desc, capacity, count,
+                                                               perf);
+          },
+          [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w_desc, p.y_desc, conv, p.x_desc, algo, bytes);
+          },
+          "convolution backward-data", p.backward_data);
+      return;
+    case Pass::backward_filter:
+      choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          g, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+          [&](cudnnConvolutionDescriptor_t conv, int capacity, int* count,
+              cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x_desc, p.y_desc, conv, p.w_desc, capacity,
+                                                                 count, perf);
+          },
+          [&](cudnnConvolutionDescriptor_t conv, cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p.x_desc, p.y_desc, conv, p.w_desc, algo, bytes);
+          },
+          "convolution backward-weights", p.backward_filter);
+      return;
+  }
 }
 
-const ConvPlan& plan_for(dpt::cuda::Context& ctx, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g) {
+bool chosen(const ConvPlan& p, Pass pass) {
+  switch (pass) {
+    case Pass::forward: return p.forward.conv != nullptr;
+    case Pass::backward_data: return p.backward_data.conv != nullptr;
+    case Pass::backward_filter: return p.backward_filter.conv != nullptr;
+  }
+  return false;
+}
+
+// The plan of these shapes on ctx's device with `pass` chosen. Each pass is chosen on its
+// first use, so a convolution that only ever runs forward (evaluation, inference) never
+// asks cuDNN about its backward passes. A pass, once chosen, is never written again, so a
+// caller reads its own pass after the lock while another thread chooses another.
+const ConvPlan& plan_for(dpt::cuda::Context& ctx, const Shape& x, const Shape& w, const Shape& y, ConvGeometry g,
+                         Pass pass) {
   using Key = std::tuple<int, Shape, Shape, int, int, bool>;
   static std::mutex mutex;
   // Never destroyed, on purpose: destroying the plans' descriptors from a static
@@ -147,7 +172,8 @@ const ConvPlan& plan_for(dpt::cuda::Context& ctx, const Shape& x, const Shape& w
   const Key key{ctx.device, x, w, g.stride, g.padding, conv_deterministic()};
   std::lock_guard lock(mutex);
   auto& plan = (*plans)[key];
-  if (!plan) plan = make_plan(ctx.cudnn, x, w, y, g);
+  if (!plan) plan = std::make_unique<ConvPlan>(x, w, y);
+  if (!chosen(*plan, pass)) choose_pass(ctx.cudnn, *plan, g, pass);
   return *plan;
 }
 }  // namespace
@@ -155,7 +181,7 @@ const ConvPlan& plan_for(dpt::cuda::Context& ctx, const Shape& x, const Shape& w
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, ConvGeometry g, const Shape& out_shape,
                       bool fuse_relu) {
   auto& ctx = context_of(x);
-  const ConvPlan& plan = plan_for(ctx, x.shape(), weight.shape(), out_shape, g);
+  const ConvPlan& plan = plan_for(ctx, x.shape(), weight.shape(), out_shape, g, Pass::forward);
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   Workspace workspace(ctx.device, plan.forward.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
@@ -173,7 +199,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape, ConvGeometry g) {
   auto& ctx = context_of(grad_out);
-  const ConvPlan& plan = plan_for(ctx, x_shape, weight.shape(), grad_out.shape(), g);
+  const ConvPlan& plan = plan_for(ctx, x_shape, weight.shape(), grad_out.shape(), g, Pass::backward_data);
   Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
   Workspace workspace(ctx.device, plan.backward_data.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
@@ -187,7 +213,7 @@ Tensor conv2d_backward_data(const Tensor& grad_out, const Tensor& weight, const 
 void conv2d_backward_weights(const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                              const Tensor& grad_bias, ConvGeometry g) {
   auto& ctx = context_of(grad_out);
-  const ConvPlan& plan = plan_for(ctx, x.shape(), grad_weight.shape(), grad_out.shape(), g);
+  const ConvPlan& plan = plan_for(ctx, x.shape(), grad_weight.shape(), grad_out.shape(), g, Pass::backward_filter);
   Workspace workspace(ctx.device, plan.backward_filter.workspace_bytes);
   const float one = 1.0f, zero = 0.0f;
   check_op(cudnnConvolutionBackwardFilter(ctx.cudnn, &one, plan.x_desc, f32(x), plan.y_desc, f32(grad_out),
