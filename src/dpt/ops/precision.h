@@ -41,7 +41,6 @@ void set_conv_algorithm(ConvAlgorithm algorithm);
 ConvAlgorithm conv_algorithm();
 // "winograd" or "direct"; anything else throws ConfigError (`conv_algorithm`) listing the choices.
 ConvAlgorithm parse_conv_algorithm(std::string_view text);
-std::string conv_algorithm_name(ConvAlgorithm algorithm);
 
 // Whether a convolution must give the same bits for the same inputs on every run and
 // device, as --deterministic needs: true while a DeterministicConvolutions lives

@@ -21,12 +21,13 @@ void allreduce(const std::vector<Tensor>& data) {
   for (size_t i = 1; i < data.size(); ++i) data[i].copy_from(data[0]);
 }
 
-namespace {
 size_t total_values(const std::vector<Tensor>& tensors) {
   size_t total = 0;
   for (const Tensor& t : tensors) total += static_cast<size_t>(t.numel());
   return total;
 }
+
+namespace {
 bool on_gpu(const std::vector<Tensor>& tensors) {
   return !tensors.empty() && tensors[0].device().kind == Device::Kind::cuda;
 }

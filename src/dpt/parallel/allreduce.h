@@ -17,6 +17,8 @@ void allreduce(const std::vector<Tensor>& data);
 // flat buffer crosses to the host in one copy each way. For sums made on the host (a host
 // communicator, --deterministic's chunk tree).
 void pack_to_host(const std::vector<Tensor>& tensors, std::vector<float>& flat);
+// Their total number of elements: the size of that buffer.
+size_t total_values(const std::vector<Tensor>& tensors);
 void unpack_from_host(const std::vector<float>& flat, const std::vector<Tensor>& tensors, float scale);
 
 // Sums `tensors` elementwise over all ranks with `comm` and multiplies the sums by `scale`:

@@ -17,12 +17,6 @@
 namespace dpt::parallel {
 
 namespace {
-size_t total_values(const std::vector<Tensor>& tensors) {
-  size_t n = 0;
-  for (const Tensor& t : tensors) n += static_cast<size_t>(t.numel());
-  return n;
-}
-
 std::vector<float> packed(const std::vector<Tensor>& tensors) {
   std::vector<float> flat;
   pack_to_host(tensors, flat);

@@ -53,8 +53,4 @@ ConvAlgorithm parse_conv_algorithm(std::string_view text) {
   throw bad_choice("conv_algorithm", text, kConvAlgorithms);
 }
 
-std::string conv_algorithm_name(ConvAlgorithm algorithm) {
-  return algorithm == ConvAlgorithm::winograd ? "winograd" : "direct";
-}
-
 }  // namespace dpt::ops
