@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "commands.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/source.h"
 #include "dpt/nn/init.h"
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
@@ -38,6 +38,16 @@ constexpr std::array kFieldFlags{
     FieldFlag{"init", "--init"},
     FieldFlag{"seed", "--seed"},
     FieldFlag{"data_dir", "--data"},
+    FieldFlag{"data_format", "--data-format"},
+    FieldFlag{"image_size", "--image-size"},
+    FieldFlag{"channels", "--channels"},
+    FieldFlag{"test_split", "--test-split"},
+    FieldFlag{"cifar_labels", "--cifar-labels"},
+    FieldFlag{"on_bad_image", "--on-bad-image"},
+    FieldFlag{"image_loading", "--image-loading"},
+    FieldFlag{"random_crop", "--random-crop"},
+    FieldFlag{"hflip", "--hflip"},
+    FieldFlag{"normalize", "--normalize"},
     FieldFlag{"train_limit", "--train-limit"},
     FieldFlag{"test_limit", "--test-limit"},
     FieldFlag{"allreduce", "--allreduce"},
@@ -107,6 +117,36 @@ std::string listing(const std::string& help, const std::array<std::string_view, 
   return help + " (" + choices_str(choices) + ")";
 }
 
+// Where the data comes from and how it is read: train and evaluate share these.
+void add_data_flags(CLI::App& cmd, data::DataOptions& d) {
+  cmd.add_option(flag("data_dir"), d.data_dir,
+                 "The data: a folder of IDX files (the MNIST family), CIFAR-10/100 binary batches, an image folder "
+                 "(train/CLASS/PICTURE, test/...), NumPy arrays (x_train.npy ...), or an .npz file")
+      ->capture_default_str();
+  cmd.add_option(flag("data_format"), d.data_format,
+                 listing("The format of --data; auto tells it from what the path holds", data::kDataFormats))
+      ->capture_default_str();
+  cmd.add_option(flag("image_size"), d.image_size,
+                 "Resize every image to N x N (0: as stored; an image folder then takes its first picture's size)")
+      ->capture_default_str();
+  cmd.add_option(flag("channels"), d.channels, "1 (grey) or 3 (colour); 0: as the data is")->capture_default_str();
+  cmd.add_option(flag("test_split"), d.test_split,
+                 "Hold out this fraction of the training data (seeded by --seed) as the test split, for data "
+                 "with none (an image folder without test/, NumPy arrays without x_test)")
+      ->capture_default_str();
+  cmd.add_option(flag("cifar_labels"), d.cifar_labels, listing("CIFAR-100's label set", data::kCifarLabels))
+      ->capture_default_str();
+  cmd.add_option(flag("on_bad_image"), d.on_bad_image,
+                 listing("A picture of an image folder that does not decode: stop naming it, or skip it (one warning "
+                         "with the count)",
+                         data::kOnBadImages))
+      ->capture_default_str();
+  cmd.add_option(flag("image_loading"), d.image_loading,
+                 listing("An image folder's pictures: decoded once into memory, or decoded for every batch",
+                         data::kImageLoadings))
+      ->capture_default_str();
+}
+
 void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train.add_option(flag("model"), j.model, listing("Network to train", train::kModels))->capture_default_str();
   train
@@ -158,12 +198,18 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                   listing("Weight init (--api concise): lesson = N(0, 0.01^2), kaiming, xavier", nn::kInits))
       ->capture_default_str();
   train.add_option(flag("seed"), j.seed, "Seed for parameter init and shuffling")->capture_default_str();
-  train.add_option(flag("data_dir"), j.data_dir, "Fashion-MNIST directory (IDX files, gzipped or plain)")
+  add_data_flags(train, j.data);
+  train.add_option(flag("train_limit"), j.data.train_limit, "Train on the first N training images only (0: all)")
       ->capture_default_str();
-  train.add_option(flag("train_limit"), j.train_limit, "Train on the first N training images only (0: all)")
+  train.add_option(flag("test_limit"), j.data.test_limit, "Evaluate on the first N test images only (0: all)")
       ->capture_default_str();
-  train.add_option(flag("test_limit"), j.test_limit, "Evaluate on the first N test images only (0: all)")
+  train.add_option(flag("random_crop"), j.data.random_crop,
+                   "Augment: pad every training image by N zero pixels and crop a random window of its size (0: off)")
       ->capture_default_str();
+  train.add_flag(flag("hflip"), j.data.hflip, "Augment: mirror every training image left to right with probability 1/2");
+  train.add_flag(flag("normalize"), j.data.normalize,
+                 "Normalize every channel by the training split's mean and standard deviation (recorded in "
+                 "checkpoints, so evaluate, predict and export apply the same)");
   train
       .add_option(flag("allreduce"), j.allreduce,
                   listing("Gradient allreduce algorithm between devices", train::kAllreduces))
@@ -245,9 +291,8 @@ void add_evaluate_flags(CLI::App& cmd, EvaluateSettings& s) {
   cmd.add_option(flag("devices"), s.devices,
                  "Devices to evaluate on, each test batch split over them: cpu:N, cuda:0,cuda:1 or a count")
       ->capture_default_str();
-  cmd.add_option(flag("data_dir"), s.data_dir, "Fashion-MNIST directory (the test split is read)")
-      ->capture_default_str();
-  cmd.add_option(flag("test_limit"), s.test_limit, "Evaluate on the first N test images only (0: all)")
+  add_data_flags(cmd, s.data);
+  cmd.add_option(flag("test_limit"), s.data.test_limit, "Evaluate on the first N test images only (0: all)")
       ->capture_default_str();
   cmd.add_option(flag("batch_size"), s.batch_size, "Test images per batch, split across the devices")
       ->capture_default_str();
@@ -258,8 +303,9 @@ void add_predict_flags(CLI::App& cmd, PredictSettings& s) {
   cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
       ->required();
   cmd.add_option("images", s.images,
-                 "Pictures (PNG, PGM, JPEG, BMP, ... of any size: made grey, inverted when the border is bright, "
-                 "padded square, resized to 28x28) or IDX images files (28x28, taken as they are)")
+                 "Pictures (JPEG, PNG, PGM, BMP, ... of any size: brought to the channels and size the model was "
+                 "trained on; for light-on-dark data such as Fashion-MNIST inverted when the border is bright and "
+                 "padded square) or IDX images files of that size (taken as they are)")
       ->required();
   cmd.add_option(flag("top_k"), s.top_k, "How many of the most probable classes to print")->capture_default_str();
   cmd.add_flag(flag("json"), s.json,
@@ -271,15 +317,15 @@ void add_export_flags(CLI::App& cmd, ExportSettings& s) {
   cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
       ->required();
   cmd.add_option(flag("onnx_file"), s.onnx_file,
-                 "Write the network here as an ONNX model (opset 13): input images [N, 1, 28, 28] in [0, 1], "
-                 "output logits [N, 10]; BatchNorm in eval mode with its running statistics")
+                 "Write the network here as an ONNX model (opset 13): input images [N, C, H, W] as the checkpoint "
+                 "records them, output logits [N, classes]; BatchNorm in eval mode with its running statistics")
       ->required();
 }
 
 }  // namespace
 
 int run(int argc, char** argv, const CliHooks& hooks) {
-  CLI::App app{"dptrain: data-parallel training of convolutional networks on Fashion-MNIST"};
+  CLI::App app{"dptrain: data-parallel training of convolutional networks on your images (Fashion-MNIST by default)"};
   app.require_subcommand(1);
   train::JobConfig job;
   CLI::App* train = app.add_subcommand("train", "Train a model and report accuracy and speed");
@@ -288,7 +334,6 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   CLI::App* info = app.add_subcommand("checkpoint-info", "Check a checkpoint file and print what it holds");
   info->add_option("file", checkpoint_file, "A step-*.ckpt file from --checkpoint-dir")->required();
   EvaluateSettings evaluate;
-  evaluate.data_dir = data::kDefaultDataDir;
   CLI::App* evaluate_cmd = app.add_subcommand(
       "evaluate", "Test accuracy of a checkpoint, per class, and its confusion matrix (text, and SVG on request)");
   add_evaluate_flags(*evaluate_cmd, evaluate);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/source.h"
+
 namespace dpt::cli {
 
 // The front end's wording of library messages: backquoted config fields become flags.
@@ -16,8 +18,7 @@ using Wording = std::function<std::string(const std::string&)>;
 struct EvaluateSettings {
   std::string checkpoint;
   std::string devices = "cpu:1";
-  std::string data_dir;
-  int64_t test_limit = 0;  // 0: all 10,000 test images
+  data::DataOptions data;  // its test split is read (test_limit: the first N only)
   int64_t batch_size = 256;
   std::string confusion_svg;  // empty: no picture
 };

@@ -5,7 +5,6 @@
 #include "commands.h"
 #include "dpt/core/config_error.h"
 #include "dpt/cuda/runtime.h"
-#include "dpt/data/fashion_mnist.h"
 #include "dpt/infer/evaluation.h"
 #include "dpt/infer/model.h"
 #include "dpt/parallel/device_list.h"
@@ -24,19 +23,20 @@ int reporting_errors(const Wording& wording, const std::function<int()>& body) {
 
 int run_evaluate(const EvaluateSettings& s, const Wording& wording) {
   return reporting_errors(wording, [&] {
-    if (s.test_limit < 0) throw ConfigError("test_limit", "`test_limit` must be >= 0, got " + std::to_string(s.test_limit));
+    if (s.data.test_limit < 0) {
+      throw ConfigError("test_limit", "`test_limit` must be >= 0, got " + std::to_string(s.data.test_limit));
+    }
     const std::vector<Device> devices = parallel::parse_device_list(s.devices, cuda::device_count());
     infer::TrainedModel trained = infer::load_trained(s.checkpoint);
-    data::Dataset test = data::load_fashion_mnist(s.data_dir, data::Split::test);
-    if (s.test_limit > 0) test = data::take_first(test, s.test_limit);
+    const std::shared_ptr<const data::Dataset> test = infer::test_data_for(trained.data, s.data);
     std::printf("evaluating %s from %s (%lld epoch%s, step %lld) on %s: %lld test images from %s\n",
                 trained.model.c_str(), s.checkpoint.c_str(), static_cast<long long>(trained.epochs),
                 trained.epochs == 1 ? "" : "s", static_cast<long long>(trained.global_step),
-                device_list_str(devices).c_str(), static_cast<long long>(test.size()), s.data_dir.c_str());
+                device_list_str(devices).c_str(), static_cast<long long>(test->size()), s.data.data_dir.c_str());
     std::fflush(stdout);
     const infer::Evaluation result =
-        infer::evaluate(std::move(trained.net), devices, test, s.batch_size, parallel::available_cores());
-    const std::vector<std::string> names = data::class_titles();
+        infer::evaluate(std::move(trained.net), devices, *test, s.batch_size, parallel::available_cores());
+    const std::vector<std::string>& names = trained.data.classes;
     std::printf("%s", infer::evaluation_text(result, names).c_str());
     if (!s.confusion_svg.empty()) {
       infer::write_confusion_svg(s.confusion_svg, result, names, trained.model + ": confusion matrix");

@@ -4,7 +4,6 @@
 
 #include "commands.h"
 #include "dpt/core/config_error.h"
-#include "dpt/data/fashion_mnist.h"
 #include "dpt/infer/image.h"
 #include "dpt/infer/model.h"
 #include "dpt/infer/predict.h"
@@ -13,17 +12,17 @@ namespace dpt::cli {
 
 int run_predict(const PredictSettings& s, const Wording& wording) {
   return reporting_errors(wording, [&] {
-    const std::vector<std::string> names = data::class_titles();
+    infer::TrainedModel trained = infer::load_trained(s.checkpoint);
+    const std::vector<std::string>& names = trained.data.classes;
     if (s.top_k < 1 || s.top_k > static_cast<int>(names.size())) {
       throw ConfigError("top_k", "`top_k` must be between 1 and " + std::to_string(names.size()) + ", got " +
                                      std::to_string(s.top_k));
     }
-    infer::TrainedModel trained = infer::load_trained(s.checkpoint);
     std::vector<infer::InputImage> images;  // all read first: a bad file stops before any output
     for (const std::string& file : s.images) {
-      for (infer::InputImage& image : infer::load_images(file)) images.push_back(std::move(image));
+      for (infer::InputImage& image : infer::load_images(file, trained.data)) images.push_back(std::move(image));
     }
-    const std::vector<infer::Prediction> predictions = infer::predict(*trained.net, images);
+    const std::vector<infer::Prediction> predictions = infer::predict(*trained.net, images, trained.data.shape);
     for (size_t i = 0; i < images.size(); ++i) {
       const infer::InputImage& image = images[i];
       const infer::Prediction& p = predictions[i];

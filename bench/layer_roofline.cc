@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/denormals.h"
 #include "dpt/core/random.h"
 #include "dpt/nn/lenet.h"
@@ -125,7 +126,7 @@ double total_seconds(const std::vector<Row>& rows) {
 
 // Every LeNet kernel of a training step, in the layouts and with the fusions training uses.
 std::vector<Row> lenet_rows(int64_t batch) {
-  const std::vector<Tensor> p = nn::lenet_params(0);
+  const std::vector<Tensor> p = nn::lenet_params(0, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   Tensor x = Tensor::empty({batch, 1, 28, 28});
   Rng rng(1);
   fill_uniform(x, 0.0f, 1.0f, rng);

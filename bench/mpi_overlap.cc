@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/random.h"
 #include "dpt/data/loader.h"
 #include "dpt/nn/init.h"
@@ -38,8 +39,8 @@ struct Variant {
 };
 
 std::unique_ptr<nn::Module> make_model(const std::string& model) {
-  std::unique_ptr<nn::Module> net = model == "lenet" ? std::unique_ptr<nn::Module>(nn::lenet_module())
-                                                     : std::unique_ptr<nn::Module>(nn::resnet18(10, 1));
+  std::unique_ptr<nn::Module> net = model == "lenet" ? std::unique_ptr<nn::Module>(nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses))
+                                                     : std::unique_ptr<nn::Module>(nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses));
   nn::init_weights(*net, nn::Init::kaiming, 1);
   return net;
 }

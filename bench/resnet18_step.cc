@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/random.h"
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
       cpu::set_keep_activation_layouts(variant == 1);
     }
   };
-  auto net = nn::resnet18(10, 1);
+  auto net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 0);
   dpt::Rng rng(1);
   Tensor X = Tensor::empty({batch, 1, 28, 28});

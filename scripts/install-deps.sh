@@ -12,8 +12,9 @@ packages=(
   ocl-icd-opencl-dev
   # One process per device over MPI (`mpirun ... dptrain train --dist mpi`) and its tests.
   libopenmpi-dev openmpi-bin
-  # `dptrain predict` reads and resizes pictures with stb_image / stb_image_resize.
-  libstb-dev
+  # Pictures: image folders and `dptrain predict` decode with stb_image (and resize with
+  # stb_image_resize), JPEG with libjpeg-turbo; NumPy .npz archives open with libzip.
+  libstb-dev libturbojpeg0-dev libzip-dev
   # `dptrain export --onnx` builds the model with the ONNX library's protobuf classes; its
   # test runs the file in OpenCV's dnn module.
   libonnx-dev libprotobuf-dev python3-opencv python3-numpy

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/core/tensor.h"
 #include "dpt/cuda/runtime.h"
@@ -312,7 +313,7 @@ TEST(CudaTraining, OneLeNetStepEqualsTheCpuStep) {
   for (int i = 0; i < 32; ++i) label_values.push_back(i * 7 % 10);
   const Tensor labels = Tensor::from_labels(label_values);
   const auto step = [&](Device device) {
-    std::vector<Tensor> params = dpt::nn::lenet_params(3, device);
+    std::vector<Tensor> params = dpt::nn::lenet_params(3, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses, device);
     const Tensor loss =
         ops::cross_entropy(dpt::nn::lenet(images.to(device), params), labels.to(device), ops::Reduction::sum);
     dpt::autograd::backward(loss);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/cuda/runtime.h"
@@ -82,7 +83,7 @@ TEST(CudaTrainingRules, MixedDevicesMultiProcessAndBucketsAreRefused) {
 
 TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
   DPT_SKIP_WITHOUT_GPUS(1);
-  const std::vector<Tensor> initial = nn::lenet_params(7);
+  const std::vector<Tensor> initial = nn::lenet_params(7, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   dpt::train::ScratchTrainer cpu(scratch_config({Device::cpu(0)}), initial);
   dpt::train::ScratchTrainer gpu(scratch_config({kGpu0}), initial);
   EXPECT_EQ(gpu.device_params()[0][0].device(), kGpu0);  // the replica lives in GPU memory
@@ -94,7 +95,7 @@ TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
   }
   expect_close(gpu.device_params()[0], cpu.device_params()[0], "LeNet after 3 steps");
   const auto [X, y] = random_images(40, 5);
-  dpt::data::Dataset test;  // evaluation on the GPU counts as on the CPU
+  dpt::data::InMemoryDataset test;  // evaluation on the GPU counts as on the CPU
   test.pixels.resize(40 * 28 * 28);
   for (size_t i = 0; i < test.pixels.size(); ++i) test.pixels[i] = static_cast<uint8_t>(i * 37 % 256);
   for (int i = 0; i < 40; ++i) test.labels.push_back(i % 10);
@@ -104,7 +105,7 @@ TEST(CudaTraining, ScratchStepsOnOneGpuMatchTheCpu) {
 
 TEST(CudaTraining, ScratchOnTwoGpusOverNcclMatchesOneGpuWithIdenticalReplicas) {
   DPT_SKIP_WITHOUT_GPUS(2);
-  const std::vector<Tensor> initial = nn::lenet_params(8);
+  const std::vector<Tensor> initial = nn::lenet_params(8, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   dpt::train::ScratchTrainer one(scratch_config({kGpu0}), initial);
   dpt::train::ScratchTrainer two(scratch_config({kGpu0, kGpu1}), initial);
   for (int step = 0; step < 3; ++step) {
@@ -154,7 +155,7 @@ TEST(CudaTraining, DataParallelOnTwoGpusMatchesOneGpu) {
 
 TEST(CudaTraining, ScratchWithTwoReplicasOnOneGpuMatchesOneReplica) {
   DPT_SKIP_WITHOUT_GPUS(1);
-  const std::vector<Tensor> initial = nn::lenet_params(8);
+  const std::vector<Tensor> initial = nn::lenet_params(8, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   dpt::train::ScratchTrainer one(scratch_config({kGpu0}), initial);
   dpt::train::ScratchTrainer two(scratch_config({kGpu0, kGpu0}), initial);  // over the host ring
   for (int step = 0; step < 3; ++step) {
@@ -187,7 +188,7 @@ TEST(CudaTraining, DeterministicTwoGpusOverNcclGiveTheBitsOfOne) {
 
 // One SGD step of ResNet-18 (Kaiming, from one seed) on a GPU against the same on the CPU.
 std::vector<Tensor> resnet_step(Device device) {
-  auto model = nn::resnet18();
+  auto model = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*model, nn::Init::kaiming, 3);
   dpt::parallel::DataParallel net(std::move(model), {device});
   dpt::optim::SGD sgd(net.replica_parameters(), {0.05f, 0.0f, 0.0f});

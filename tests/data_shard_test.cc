@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/replicate.h"
@@ -21,8 +21,8 @@ using dpt::data::shard_rows;
 namespace {
 
 // `n` 2x2 images whose pixels and label identify the example.
-dpt::data::Dataset numbered_dataset(int64_t n) {
-  dpt::data::Dataset data;
+dpt::data::InMemoryDataset numbered_dataset(int64_t n) {
+  dpt::data::InMemoryDataset data;
   data.rows = data.cols = 2;
   for (int64_t i = 0; i < n; ++i) {
     for (int p = 0; p < 4; ++p) data.pixels.push_back(static_cast<uint8_t>((i * 4 + p) % 251));
@@ -51,7 +51,7 @@ class ShardedLoader : public ::testing::TestWithParam<int> {};
 TEST_P(ShardedLoader, ShardsOfEveryBatchAreSplitBatchOfTheGlobalBatch) {
   const int n = GetParam();
   // 103 examples in batches of 20: the last batch holds 3, fewer than n = 4 shards.
-  const dpt::data::Dataset data = numbered_dataset(103);
+  const dpt::data::InMemoryDataset data = numbered_dataset(103);
   BatchLoader global(data, 20, /*shuffle=*/true, 7);
   std::vector<BatchLoader> shards;
   for (int r = 0; r < n; ++r) {
@@ -93,7 +93,7 @@ TEST_P(ShardedLoader, ShardsOfEveryBatchAreSplitBatchOfTheGlobalBatch) {
 INSTANTIATE_TEST_SUITE_P(Shards, ShardedLoader, ::testing::Values(1, 2, 3, 4));
 
 TEST(ShardedLoaderErrors, ShardMustExist) {
-  const dpt::data::Dataset data = numbered_dataset(10);
+  const dpt::data::InMemoryDataset data = numbered_dataset(10);
   BatchLoader loader(data, 4, false, 0);
   EXPECT_THROW(loader.set_shard(2, 2), std::out_of_range);
   EXPECT_THROW(loader.set_shard(0, 0), std::out_of_range);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "dpt/data/data_error.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/data/idx.h"
 #include "dpt/data/loader.h"
 #include "test_support.h"
@@ -264,7 +264,7 @@ TEST(FashionMnist, LoadsBothSplitsWithGzipAndPlainNames) {
   write_split(dir, "train", 4, {3, 0, 9, 1});
   write_split(dir, "t10k", 2, {5, 7});
 
-  const Dataset train = load_fashion_mnist(dir.path(), Split::train);
+  const InMemoryDataset train = load_fashion_mnist(dir.path(), Split::train);
   EXPECT_EQ(train.size(), 4);
   EXPECT_EQ(train.rows, 2);
   EXPECT_EQ(train.cols, 3);
@@ -272,7 +272,7 @@ TEST(FashionMnist, LoadsBothSplitsWithGzipAndPlainNames) {
   ASSERT_EQ(train.pixels.size(), 24u);
   for (size_t i = 0; i < train.pixels.size(); ++i) EXPECT_EQ(train.pixels[i], i);
 
-  const Dataset test = load_fashion_mnist(dir.path(), Split::test);
+  const InMemoryDataset test = load_fashion_mnist(dir.path(), Split::test);
   EXPECT_EQ(test.size(), 2);
   EXPECT_EQ(test.labels, (std::vector<int64_t>{5, 7}));
   EXPECT_EQ(test.pixels.size(), 12u);
@@ -343,7 +343,7 @@ TEST(FashionMnist, RealDataSet) {
   const fs::path dir = DPT_DATA_DIR;
   DPT_SKIP_WITHOUT_DATA();
   for (const auto& [split, expected_size] : {std::pair{Split::train, 60000}, std::pair{Split::test, 10000}}) {
-    const Dataset data = load_fashion_mnist(dir, split);
+    const InMemoryDataset data = load_fashion_mnist(dir, split);
     EXPECT_EQ(data.size(), expected_size);
     EXPECT_EQ(data.rows, 28);
     EXPECT_EQ(data.cols, 28);
@@ -365,8 +365,8 @@ namespace {
 
 // n images of 1x2 pixels that encode their own index (low byte, high byte), so a batch
 // tells which examples it holds; label = index % 10.
-Dataset indexed_dataset(int64_t n) {
-  Dataset data;
+InMemoryDataset indexed_dataset(int64_t n) {
+  InMemoryDataset data;
   data.rows = 1;
   data.cols = 2;
   for (int64_t i = 0; i < n; ++i) {
@@ -400,7 +400,7 @@ std::vector<int64_t> epoch_ids(BatchLoader& loader, int64_t epoch) {
 }  // namespace
 
 TEST(BatchLoader, BatchShapesAndLastPartialBatch) {
-  const Dataset data = indexed_dataset(60000);
+  const InMemoryDataset data = indexed_dataset(60000);
   BatchLoader loader(data, 256, /*shuffle=*/true, /*seed=*/1);
   EXPECT_EQ(loader.num_examples(), 60000);
   EXPECT_EQ(loader.num_batches(), 235);
@@ -419,7 +419,7 @@ TEST(BatchLoader, BatchShapesAndLastPartialBatch) {
 }
 
 TEST(BatchLoader, ScalesPixelsToUnitRangeAndKeepsLabels) {
-  Dataset data;
+  InMemoryDataset data;
   data.rows = 2;
   data.cols = 2;
   data.pixels = {0, 51, 255, 128, 1, 2, 3, 4};
@@ -440,7 +440,7 @@ TEST(BatchLoader, ScalesPixelsToUnitRangeAndKeepsLabels) {
 // compiler's block), gives exactly the float that v / 255.0f gives.
 TEST(BatchLoader, ScalesEveryByteValueExactlyAsAScalarDivision) {
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{16, 16}, {3, 7}}) {
-    Dataset data;
+    InMemoryDataset data;
     data.rows = rows;
     data.cols = cols;
     const int64_t image_size = rows * cols;
@@ -458,7 +458,7 @@ TEST(BatchLoader, ScalesEveryByteValueExactlyAsAScalarDivision) {
 }
 
 TEST(BatchLoader, LabelsFollowTheirImages) {
-  const Dataset data = indexed_dataset(300);
+  const InMemoryDataset data = indexed_dataset(300);
   BatchLoader loader(data, 32, /*shuffle=*/true, /*seed=*/5);
   Batch batch;
   while (loader.next(batch)) {
@@ -468,7 +468,7 @@ TEST(BatchLoader, LabelsFollowTheirImages) {
 }
 
 TEST(BatchLoader, EveryExampleOncePerEpoch) {
-  const Dataset data = indexed_dataset(300);
+  const InMemoryDataset data = indexed_dataset(300);
   BatchLoader loader(data, 32, /*shuffle=*/true, /*seed=*/11);
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     std::vector<int64_t> ids = epoch_ids(loader, epoch);
@@ -479,7 +479,7 @@ TEST(BatchLoader, EveryExampleOncePerEpoch) {
 }
 
 TEST(BatchLoader, WithoutShuffleOrderIsSequential) {
-  const Dataset data = indexed_dataset(100);
+  const InMemoryDataset data = indexed_dataset(100);
   BatchLoader loader(data, 30, /*shuffle=*/false, /*seed=*/3);
   for (int64_t epoch : {0, 4}) {
     const std::vector<int64_t> ids = epoch_ids(loader, epoch);
@@ -489,7 +489,7 @@ TEST(BatchLoader, WithoutShuffleOrderIsSequential) {
 }
 
 TEST(BatchLoader, SameSeedSameOrderDifferentEpochDifferentOrder) {
-  const Dataset data = indexed_dataset(300);
+  const InMemoryDataset data = indexed_dataset(300);
   BatchLoader first(data, 64, true, 42);
   BatchLoader second(data, 64, true, 42);
   BatchLoader other_seed(data, 64, true, 43);
@@ -505,7 +505,7 @@ TEST(BatchLoader, SameSeedSameOrderDifferentEpochDifferentOrder) {
 // A resumed run jumps straight to epoch e; it must see what a run that went through
 // epochs 0..e-1 sees.
 TEST(BatchLoader, EpochOrderIndependentOfHistory) {
-  const Dataset data = indexed_dataset(300);
+  const InMemoryDataset data = indexed_dataset(300);
   BatchLoader long_run(data, 64, true, 9);
   for (int64_t epoch = 0; epoch < 3; ++epoch) epoch_ids(long_run, epoch);
   const std::vector<int64_t> after_history = epoch_ids(long_run, 3);
@@ -514,7 +514,7 @@ TEST(BatchLoader, EpochOrderIndependentOfHistory) {
 }
 
 TEST(BatchLoader, SeekResumesMidEpoch) {
-  const Dataset data = indexed_dataset(300);
+  const InMemoryDataset data = indexed_dataset(300);
   BatchLoader reference(data, 32, true, 21);
   reference.start_epoch(2);
   Batch batch;
@@ -535,7 +535,7 @@ TEST(BatchLoader, SeekResumesMidEpoch) {
 }
 
 TEST(BatchLoader, SeekOutOfRange) {
-  const Dataset data = indexed_dataset(100);
+  const InMemoryDataset data = indexed_dataset(100);
   BatchLoader loader(data, 30, true, 1);  // 4 batches
   EXPECT_NO_THROW(loader.seek(0, 4));     // the end of the epoch is a valid position
   EXPECT_THROW(loader.seek(0, 5), std::out_of_range);
@@ -551,7 +551,7 @@ TEST(BatchLoader, ShuffleIsPinned) {
 }
 
 TEST(BatchLoader, RejectsNonPositiveBatchSize) {
-  const Dataset data = indexed_dataset(10);
+  const InMemoryDataset data = indexed_dataset(10);
   for (int64_t bad : {0, -3}) {
     try {
       BatchLoader loader(data, bad, true, 1);
@@ -563,7 +563,7 @@ TEST(BatchLoader, RejectsNonPositiveBatchSize) {
 }
 
 TEST(BatchLoader, EmptyDatasetHasNoBatches) {
-  const Dataset data;
+  const InMemoryDataset data;
   BatchLoader loader(data, 8, true, 1);
   EXPECT_EQ(loader.num_batches(), 0);
   Batch batch;

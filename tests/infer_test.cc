@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/node.h"
 #include "dpt/checkpoint/checkpoint.h"
 #include "dpt/infer/evaluation.h"
@@ -21,7 +22,7 @@ TEST(InferImage, BrightBorderIsInvertedAndPaddedSquare) {
   std::vector<uint8_t> grey(56 * 28, 255);
   for (int y = 10; y < 18; ++y)
     for (int x = 24; x < 32; ++x) grey[y * 56 + x] = 0;
-  const InputImage image = preprocess(grey, 56, 28, "test");
+  const InputImage image = preprocess({56, 28, 1, grey}, data::fashion_mnist_info(), "test");
   EXPECT_TRUE(image.inverted);
   ASSERT_EQ(image.pixels.size(), 28u * 28u);
   EXPECT_NEAR(image.pixels[0], 0.0f, 1e-6);            // padding: black
@@ -32,9 +33,23 @@ TEST(InferImage, BrightBorderIsInvertedAndPaddedSquare) {
 TEST(InferImage, DarkBorderIsKept) {
   std::vector<uint8_t> grey(28 * 28, 10);
   grey[14 * 28 + 14] = 200;
-  const InputImage image = preprocess(grey, 28, 28, "test");
+  const InputImage image = preprocess({28, 28, 1, grey}, data::fashion_mnist_info(), "test");
   EXPECT_FALSE(image.inverted);
   EXPECT_FLOAT_EQ(image.pixels[14 * 28 + 14], 200.0f / 255.0f);
+}
+
+// Data recorded as dark on light (photographs): never inverted, no square padding, colour kept.
+TEST(InferImage, ColourModelKeepsPolarityAndColour) {
+  data::DataInfo info;
+  info.shape = {3, 4, 4};
+  info.classes = {"a", "b"};
+  info.mean = {0.5f, 0.5f, 0.5f};
+  info.stddev = {0.25f, 0.25f, 0.25f};
+  std::vector<uint8_t> rgb(8 * 4 * 3, 255);  // 8 wide, 4 high, white: a bright border
+  const InputImage image = preprocess({8, 4, 3, rgb}, info, "photo");
+  EXPECT_FALSE(image.inverted);
+  ASSERT_EQ(image.pixels.size(), 3u * 4u * 4u);
+  for (float v : image.pixels) EXPECT_FLOAT_EQ(v, (1.0f - 0.5f) / 0.25f);  // white, normalized
 }
 
 TEST(InferPredict, SoftmaxSumsToOneAndKeepsOrder) {
@@ -53,9 +68,10 @@ TEST(InferEvaluation, FiguresFromTheMatrix) {
 }
 
 TEST(InferModel, ScratchCheckpointGivesTheScratchLogits) {
-  const std::vector<Tensor> params = nn::lenet_params(7);
+  const std::vector<Tensor> params = nn::lenet_params(7, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   checkpoint::Checkpoint ckpt;
   ckpt.model = train::kScratchModelName;
+  ckpt.data = data::fashion_mnist_info();
   for (const Tensor& p : params) ckpt.params.push_back(checkpoint::to_named(p.name(), p));
   TrainedModel trained = rebuild(ckpt, "test.ckpt");
   std::vector<float> x(2 * 28 * 28);

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
@@ -40,7 +41,7 @@ using dpt::testing_support::random_tensor;
 // from a few training-mode passes over random images (momentum 0.1, 6 passes: 47% of the
 // way from the initial 0 and 1 to the activations' own statistics).
 std::unique_ptr<nn::Sequential> trained_ish_resnet18() {
-  auto net = nn::resnet18(10, 1);
+  auto net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 5);
   dpt::Rng rng(6);
   for (const auto& [name, p] : net->named_parameters()) {
@@ -118,7 +119,7 @@ TEST(FoldBatchNorm, AConvolutionWithoutBiasGetsOne) {
 // a tie), and the replicas themselves are untouched.
 TEST(FoldBatchNorm, DataParallelEvaluationCountsTheSameWithAndWithoutFolding) {
   std::unique_ptr<nn::Module> net = trained_ish_resnet18();
-  dpt::data::Dataset data;
+  dpt::data::InMemoryDataset data;
   dpt::Rng rng(8);
   for (int64_t i = 0; i < 12; ++i) {
     for (int64_t p = 0; p < 28 * 28; ++p) data.pixels.push_back(static_cast<uint8_t>(rng() % 256));

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/tensor.h"
@@ -195,7 +196,7 @@ TEST(FusionPass, PatternedNetworkKeepsEveryBit) {
 TEST(FusionPass, Resnet18KeepsEveryBit) {
   expect_fusion_changes_no_bit(
       [] {
-        std::unique_ptr<nn::Module> net = nn::resnet18(10, 1);
+        std::unique_ptr<nn::Module> net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
         nn::init_weights(*net, nn::Init::kaiming, 4);
         return net;
       },
@@ -209,7 +210,7 @@ TEST(FusionPass, Resnet18KeepsEveryBit) {
 TEST(FusionPass, LenetKeepsEveryBitButItsFirstLayersGradients) {
   expect_fusion_changes_no_bit(
       [] {
-        std::unique_ptr<nn::Module> net = nn::lenet_module();
+        std::unique_ptr<nn::Module> net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
         nn::init_weights(*net, nn::Init::kaiming, 5);
         return net;
       },

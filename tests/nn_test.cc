@@ -1,5 +1,5 @@
 // The concise API's building blocks (src/dpt/nn, src/dpt/optim/optimizer): Module's
-// parameter / buffer bookkeeping, deep clone() and train/eval mode; lenet_module() against
+// parameter / buffer bookkeeping, deep clone() and train/eval mode; lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses) against
 // the from-scratch lenet(); init_weights' distributions; optim::SGD against updates worked
 // out by hand; and BatchNorm2d's train/eval semantics.
 #include <gmock/gmock.h>
@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/tensor.h"
@@ -70,7 +71,7 @@ void expect_floats_near(const std::vector<float>& got, const std::vector<double>
 // Module bookkeeping.
 
 TEST(Module, LenetModuleParametersInRegistrationOrder) {
-  auto net = nn::lenet_module();
+  auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   EXPECT_EQ(names_of(*net), (std::vector<std::string>{"conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
                                                       "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
   const std::vector<Tensor> params = net->parameters();
@@ -93,7 +94,7 @@ TEST(Module, LenetModuleParametersInRegistrationOrder) {
   EXPECT_NEAR(mean_std(params[4]).second, 0.01, 0.0005);
 }
 
-// The parameter count of resnet18(10, 1), worked out from the architecture (every conv
+// The parameter count of resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses), worked out from the architecture (every conv
 // with a bias, as PyTorch's nn.Conv2d default; BatchNorm: weight and bias per channel).
 int64_t conv_params(int64_t in, int64_t out, int64_t k) { return out * in * k * k + out; }
 int64_t bn_params(int64_t c) { return 2 * c; }
@@ -103,7 +104,7 @@ int64_t residual_params(int64_t in, int64_t out, bool projection) {
 }
 
 TEST(Module, Resnet18ParameterAndBufferCounts) {
-  auto net = nn::resnet18(10, 1);
+  auto net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const std::vector<Tensor> params = net->parameters();
   // Tensors: stem conv (2) + bn (2); 8 blocks of 8 (conv1, bn1, conv2, bn2 with 2 each), 3 of
   // them with a projection conv (2 more); fc (2).
@@ -147,7 +148,7 @@ TEST(Module, Resnet18ParameterAndBufferCounts) {
 }
 
 TEST(Module, CloneIsDeep) {
-  auto net = nn::resnet18(10, 1);
+  auto net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   net->eval();
   // Give the buffers non-default values, so that copying them is seen.
   net->buffers()[0].copy_from(random_tensor(net->buffers()[0].shape(), 3));
@@ -223,7 +224,7 @@ TEST(Module, TrainAndEvalReachEveryDescendant) {
 }
 
 TEST(Module, ZeroGradDropsEveryGradient) {
-  auto net = nn::lenet_module();
+  auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const Tensor loss =
       dpt::ops::cross_entropy((*net)(random_tensor({2, 1, 28, 28}, 4, 0, 1)), Tensor::from_labels({3, 7}));
   dpt::autograd::backward(loss);
@@ -233,11 +234,11 @@ TEST(Module, ZeroGradDropsEveryGradient) {
 }
 
 // ---------------------------------------------------------------------------------------
-// lenet_module() is the from-scratch lenet() as modules.
+// lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses) is the from-scratch lenet() as modules.
 
 TEST(LenetModule, MatchesTheFromScratchLenetWithTheSameParameters) {
-  const std::vector<Tensor> scratch_params = dpt::nn::lenet_params(/*seed=*/11);
-  auto net = nn::lenet_module();
+  const std::vector<Tensor> scratch_params = dpt::nn::lenet_params(/*seed=*/11, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
+  auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const std::vector<Tensor> module_params = net->parameters();
   ASSERT_EQ(module_params.size(), scratch_params.size());
   for (size_t i = 0; i < module_params.size(); ++i) {
@@ -320,8 +321,8 @@ TEST(InitWeights, ConvolutionFanInCountsTheKernel) {
 }
 
 TEST(InitWeights, SameSeedSameWeightsAndBatchNormLeftAlone) {
-  auto a = nn::resnet18(10, 1);
-  auto b = nn::resnet18(10, 1);
+  auto a = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
+  auto b = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*a, nn::Init::kaiming, 42);
   nn::init_weights(*b, nn::Init::kaiming, 42);
   const auto pa = a->named_parameters(), pb = b->named_parameters();

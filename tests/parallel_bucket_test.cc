@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
@@ -83,7 +84,7 @@ TEST(GradReadyHook, ReportsEveryLeafOnceWithItsFinalGradient) {
 }
 
 TEST(GradReadyHook, LenetReportsTheLastLayersFirst) {
-  const std::vector<Tensor> params = nn::lenet_params(3);
+  const std::vector<Tensor> params = nn::lenet_params(3, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   auto [X, y] = random_images(4, 1);
   std::vector<const dpt::TensorImpl*> order;
   {
@@ -125,7 +126,7 @@ Gradients lenet_gradients(int n, size_t bucket_bytes) {
   dpt::parallel::DevicePool pool(cpu_devices(n), n);
   pool.set_abort_hook([&] { comm->abort("a rank failed"); });
   std::vector<std::vector<Tensor>> params;
-  for (int r = 0; r < n; ++r) params.push_back(dpt::parallel::replicate(nn::lenet_params(11), dpt::Device::cpu(r)));
+  for (int r = 0; r < n; ++r) params.push_back(dpt::parallel::replicate(nn::lenet_params(11, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses), dpt::Device::cpu(r)));
   std::vector<std::unique_ptr<GradientBucketer>> bucketers;
   if (bucket_bytes > 0) {
     for (int r = 0; r < n; ++r)
@@ -198,7 +199,7 @@ TEST(BucketedAllreduce, AFailingRankReleasesThePeersAndReportsItsOwnError) {
   dpt::parallel::DevicePool pool(cpu_devices(n), n);
   pool.set_abort_hook([&] { comm->abort("a rank failed"); });
   std::vector<std::vector<Tensor>> params;
-  for (int r = 0; r < n; ++r) params.push_back(dpt::parallel::replicate(nn::lenet_params(1), dpt::Device::cpu(r)));
+  for (int r = 0; r < n; ++r) params.push_back(dpt::parallel::replicate(nn::lenet_params(1, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses), dpt::Device::cpu(r)));
   std::vector<std::unique_ptr<GradientBucketer>> bucketers;
   for (int r = 0; r < n; ++r) bucketers.push_back(std::make_unique<GradientBucketer>(*comm, r, params[r], 16 * 1024));
   const std::string error = dpt::testing_support::error_of<std::runtime_error>([&] {
@@ -224,7 +225,7 @@ TEST(DataParallelBuckets, TrainsToTheSameParametersAsWithoutBuckets) {
   const int steps = kThreadSanitizer ? 2 : 3;
   std::vector<std::vector<float>> results[2];
   for (int bucketed = 0; bucketed < 2; ++bucketed) {
-    auto net = nn::lenet_module();
+    auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
     nn::init_weights(*net, nn::Init::kaiming, 5);
     dpt::parallel::DataParallelOptions options;
     options.cores = n;

@@ -19,12 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/autograd/node.h"
 #include "dpt/core/device.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/layers.h"
@@ -62,7 +63,7 @@ std::vector<std::vector<float>> snapshot(const std::vector<Tensor>& tensors) {
 }
 
 std::unique_ptr<nn::Module> kaiming_lenet(uint64_t seed) {
-  auto net = nn::lenet_module();
+  auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, seed);
   return net;
 }
@@ -214,9 +215,9 @@ INSTANTIATE_TEST_SUITE_P(Allreduce, ConciseEquivalenceTest, ::testing::Values("n
 
 // A dataset of `n` side x side images with random labels; each image is a 4 x 4 grid of
 // blocks of random brightness (plain pixel noise would look alike to an averaging LeNet).
-dpt::data::Dataset random_dataset(int64_t n, int64_t side, uint64_t seed) {
+dpt::data::InMemoryDataset random_dataset(int64_t n, int64_t side, uint64_t seed) {
   dpt::Rng rng(seed);
-  dpt::data::Dataset data;
+  dpt::data::InMemoryDataset data;
   data.rows = data.cols = side;
   data.pixels.resize(static_cast<size_t>(n * side * side));
   for (int64_t i = 0; i < n; ++i) {
@@ -233,7 +234,7 @@ dpt::data::Dataset random_dataset(int64_t n, int64_t side, uint64_t seed) {
 }
 
 // All of `data` as one batch, exactly as the loader makes it (pixel / 255).
-dpt::data::Batch whole(const dpt::data::Dataset& data) {
+dpt::data::Batch whole(const dpt::data::InMemoryDataset& data) {
   dpt::data::BatchLoader loader(data, data.size(), /*shuffle=*/false, 0);
   dpt::data::Batch batch;
   EXPECT_TRUE(loader.next(batch));
@@ -278,7 +279,7 @@ TEST(DataParallelBatchNorm, RunningStatsAreTheReplicaAverageAndEvaluationAgrees)
 
   // Eval: the replicas hold the same state, so each gives the same logits on the same
   // images, and DataParallel's count (each replica judging its own shard) is their count.
-  const dpt::data::Dataset test = random_dataset(20, 8, 77);
+  const dpt::data::InMemoryDataset test = random_dataset(20, 8, 77);
   const dpt::data::Batch all = whole(test);
   std::vector<std::vector<float>> logits;
   for (size_t r = 0; r < 2; ++r) {
@@ -343,7 +344,7 @@ TEST(DataParallelPartialBatch, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDev
 TEST(DataParallelCountCorrect, CountsWhatThePlainModuleCounts) {
   // 23 images; the plain module's own predictions decide the labels: right for the even
   // examples, wrong (prediction + 1) for the odd ones, so exactly 12 are correct.
-  dpt::data::Dataset data = random_dataset(23, 28, 5);
+  dpt::data::InMemoryDataset data = random_dataset(23, 28, 5);
   const std::unique_ptr<nn::Module> master = kaiming_lenet(3);
   master->eval();
   const dpt::data::Batch all = whole(data);
@@ -374,9 +375,9 @@ TEST(DataParallelCountCorrect, CountsWhatThePlainModuleCounts) {
 
 // n images, half dark (pixels 0..79) with label 0, half bright (176..255) with label 1,
 // interleaved; separable by brightness alone.
-dpt::data::Dataset brightness_dataset(int64_t n, uint64_t seed) {
+dpt::data::InMemoryDataset brightness_dataset(int64_t n, uint64_t seed) {
   dpt::Rng rng(seed);
-  dpt::data::Dataset data;
+  dpt::data::InMemoryDataset data;
   data.pixels.resize(static_cast<size_t>(n * 28 * 28));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t label = i % 2;
@@ -394,8 +395,8 @@ TEST(ConciseTrain, LearnsASeparableTaskOnTwoDevices) {
   // accuracy 1 by epoch 2-3 for every init seed tried (1-8), with the last epoch's loss
   // 0.002-0.36, always under a quarter of the first's.
   constexpr int kEpochs = 8;
-  const dpt::data::Dataset train_data = brightness_dataset(64, 1);
-  const dpt::data::Dataset test_data = brightness_dataset(32, 2);
+  const dpt::data::InMemoryDataset train_data = brightness_dataset(64, 1);
+  const dpt::data::InMemoryDataset test_data = brightness_dataset(32, 2);
   DataParallel net = make_parallel(kaiming_lenet(7), 2);
   optim::SGD sgd(net.replica_parameters(), {/*lr=*/0.05f, /*momentum=*/0.5f, /*weight_decay=*/0.0f});
   dpt::train::ConciseConfig config;
@@ -443,7 +444,7 @@ TEST(ConciseTrain, LearnsASeparableTaskOnTwoDevices) {
 }
 
 TEST(ConciseTrain, RejectsNoEpochsAndStopsOnDivergence) {
-  const dpt::data::Dataset data = brightness_dataset(8, 4);
+  const dpt::data::InMemoryDataset data = brightness_dataset(8, 4);
   dpt::train::ConciseConfig config;
   config.batch_size = 4;
   config.epochs = 0;
@@ -474,7 +475,7 @@ TEST(ConciseTrain, RejectsNoEpochsAndStopsOnDivergence) {
 TEST(DataParallelPartialBatch, TrainCopesWithALastBatchSmallerThanTheDevices) {
   // 9 examples in batches of 4 on 3 devices: the last batch has 1 example, and so does
   // the last test batch.
-  const dpt::data::Dataset data = brightness_dataset(9, 8);
+  const dpt::data::InMemoryDataset data = brightness_dataset(9, 8);
   DataParallel net = make_parallel(kaiming_lenet(2), 3);
   optim::SGD sgd(net.replica_parameters(), {0.01f, 0.0f, 0.0f});
   dpt::train::ConciseConfig config;

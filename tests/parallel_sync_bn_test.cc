@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "dpt/data/in_memory.h"
 #include "dpt/core/config_error.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/data_parallel.h"
@@ -83,7 +84,7 @@ TEST(SyncBatchNorm, TrainingStepsFollowOneDevice) {
   EXPECT_LE(max_difference(synced->replica(1).parameters(), one->replica(0).parameters()), 1e-5f);
   EXPECT_LE(max_difference(synced->replica(1).buffers(), one->replica(0).buffers()), 1e-5f);
   // Evaluation uses the running statistics, no collectives: the same predictions.
-  data::Dataset test;
+  data::InMemoryDataset test;
   test.rows = test.cols = 12;
   for (int i = 0; i < 20 * 144; ++i) test.pixels.push_back(static_cast<uint8_t>((i * 37 + i / 144) % 256));
   for (int i = 0; i < 20; ++i) test.labels.push_back(i % 10);

@@ -29,6 +29,7 @@
 #include <tuple>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/device.h"
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
@@ -623,7 +624,7 @@ TEST(SplitBatch, RejectsABatchSmallerThanTheDeviceCount) {
 }
 
 TEST(Replicate, GivesEqualValuesInSeparateStorageRequiringGrad) {
-  const std::vector<Tensor> params = dpt::nn::lenet_params(5);
+  const std::vector<Tensor> params = dpt::nn::lenet_params(5, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const std::vector<Tensor> copy = dpt::parallel::replicate(params, Device::cpu(1));
   ASSERT_EQ(copy.size(), params.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -873,7 +874,7 @@ class EquivalenceTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EquivalenceTest, OneStepOnNDevicesMatchesOneDeviceAndReplicasAreBitIdentical) {
   const std::string algorithm = GetParam();
-  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/42);
+  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/42, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const std::vector<std::vector<float>> initial = snapshot(initial_params);
   for (const int64_t batch : {12, 13}) {  // 12: even splits over 1..4 devices; 13: uneven
     const auto [X, y] = random_images(batch, /*seed=*/batch);
@@ -911,7 +912,7 @@ TEST_P(EquivalenceTest, OneStepOnNDevicesMatchesOneDeviceAndReplicasAreBitIdenti
 
 TEST_P(EquivalenceTest, ThreeStepsOnTwoDevicesMatchOneDevice) {
   const std::string algorithm = GetParam();
-  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/7);
+  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/7, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const std::vector<std::vector<float>> initial = snapshot(initial_params);
   dpt::train::ScratchTrainer single(config_for(1, algorithm), initial_params);
   dpt::train::ScratchTrainer pair(config_for(2, algorithm), initial_params);
@@ -939,7 +940,7 @@ TEST_P(EquivalenceTest, ThreeStepsOnTwoDevicesMatchOneDevice) {
 // teams are LLVM's OpenMP runtime with its Archer tool, so that ThreadSanitizer sees their
 // barriers and checks these kernels for races.
 TEST(EquivalenceTest, TwoOpenMpThreadsPerDeviceStepAsOneThreadDoes) {
-  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/11);
+  const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/11, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   const std::vector<std::vector<float>> initial = snapshot(initial_params);
   dpt::train::ScratchConfig one_thread = config_for(2, "ring");
   dpt::train::ScratchConfig two_threads = one_thread;
@@ -969,7 +970,7 @@ INSTANTIATE_TEST_SUITE_P(Allreduce, EquivalenceTest, ::testing::Values("naive", 
 TEST(ScratchTrainer, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDevices) {
   for (const char* algorithm : {"naive", "ring"}) {
     SCOPED_TRACE(algorithm);
-    const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/5);
+    const std::vector<Tensor> initial_params = dpt::nn::lenet_params(/*seed=*/5, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
     const auto [X, y] = random_images(2, /*seed=*/9);
     dpt::train::ScratchTrainer two(config_for(2, algorithm), initial_params);
     dpt::train::ScratchTrainer three(config_for(3, algorithm), initial_params);
@@ -992,7 +993,7 @@ TEST(ScratchTrainer, ABatchSmallerThanTheDevicesIsTheStepOfTheFirstDevices) {
 TEST(ScratchTrainer, AFailingDeviceEndsTheStepEverywhere) {
   for (const char* algorithm : {"naive", "ring"}) {
     SCOPED_TRACE(algorithm);
-    dpt::train::ScratchTrainer trainer(config_for(3, algorithm), dpt::nn::lenet_params(1));
+    dpt::train::ScratchTrainer trainer(config_for(3, algorithm), dpt::nn::lenet_params(1, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses));
     auto [X, y] = random_images(9, 3);
     y.data<int64_t>()[8] = 10;  // only the third shard (rows 6..8) sees it
     run_with_timeout(kHangTimeout, [&] {
@@ -1009,11 +1010,11 @@ TEST(ScratchTrainer, AFailingDeviceEndsTheStepEverywhere) {
 // images with i % 3 != 0 are right by one plain forward pass on the calling thread: a
 // shard dropped, counted twice or judged by the wrong replica changes the count.
 TEST(ScratchTrainer, EvaluationSplitOverTheDevicesCountsEveryTestImageOnce) {
-  std::vector<Tensor> params = dpt::nn::lenet_params(11);
+  std::vector<Tensor> params = dpt::nn::lenet_params(11, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   for (Tensor& p : params) {  // N(0, 0.01) weights give every image the same argmax
     for (float& v : std::span(p.data<float>(), static_cast<size_t>(p.numel()))) v *= 40.0f;
   }
-  dpt::data::Dataset test;
+  dpt::data::InMemoryDataset test;
   test.rows = test.cols = 28;
   const int64_t n = 20;
   dpt::Rng rng(5);
@@ -1039,7 +1040,7 @@ TEST(ScratchTrainer, EvaluationSplitOverTheDevicesCountsEveryTestImageOnce) {
 }
 
 TEST(ScratchTrainer, RejectsABadConfig) {
-  const std::vector<Tensor> params = dpt::nn::lenet_params(0);
+  const std::vector<Tensor> params = dpt::nn::lenet_params(0, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   auto config = config_for(2, "tree");
   EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params), "unknown allreduce algorithm");
   config = config_for(4, "ring");

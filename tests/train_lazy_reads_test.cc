@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/random.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/parallel/device_list.h"
@@ -25,8 +26,8 @@ using testing::HasSubstr;
 namespace {
 
 // 512 images of noise in 10 classes: 32 updates of 16 per epoch.
-data::Dataset noise(int64_t n, uint64_t seed) {
-  data::Dataset d;
+data::InMemoryDataset noise(int64_t n, uint64_t seed) {
+  data::InMemoryDataset d;
   Rng rng(seed);
   d.pixels.resize(static_cast<size_t>(n * 28 * 28));
   for (uint8_t& p : d.pixels) p = static_cast<uint8_t>(rng() % 256);
@@ -49,7 +50,7 @@ train::ScratchConfig config(int devices) {
 class CountingTrainer : public train::ScratchTrainer {
  public:
   CountingTrainer(const train::ScratchConfig& c, bool eager, int64_t poison)
-      : ScratchTrainer(c, nn::lenet_params(c.seed)), eager_(eager), poison_(poison) {}
+      : ScratchTrainer(c, nn::lenet_params(c.seed, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses)), eager_(eager), poison_(poison) {}
   bool ledger_reads_are_free() const override { return eager_; }
   void check_finite(int64_t tag) override {
     if (tag == poison_) {
@@ -79,7 +80,7 @@ train::LoopSettings settings_of(const train::ScratchConfig& c) {
   return {c.epochs, c.batch_size, c.seed, c.lr, train::kScratchModelName, c.schedule, c.lr_scaling, c.accumulate};
 }
 
-std::string divergence_of(CountingTrainer& trainer, const train::ScratchConfig& c, const data::Dataset& data) {
+std::string divergence_of(CountingTrainer& trainer, const train::ScratchConfig& c, const data::InMemoryDataset& data) {
   return dpt::testing_support::error_of<train::DivergenceError>(
       [&] { train::run_training(trainer, data, data, settings_of(c), c.run); });
 }
@@ -93,7 +94,7 @@ std::string message_for(int64_t step) {
 }  // namespace
 
 TEST(LazyLedgerReads, StopWithinTheReadIntervalNamingTheDivergedUpdate) {
-  const data::Dataset data = noise(512, 1);
+  const data::InMemoryDataset data = noise(512, 1);
   for (const int64_t poison : {3, 20}) {
     const train::ScratchConfig c = config(2);
     CountingTrainer trainer(c, /*eager=*/false, poison);
@@ -108,7 +109,7 @@ TEST(LazyLedgerReads, StopWithinTheReadIntervalNamingTheDivergedUpdate) {
 }
 
 TEST(LazyLedgerReads, EagerReadsStopAtTheDivergedUpdateItself) {
-  const data::Dataset data = noise(512, 1);
+  const data::InMemoryDataset data = noise(512, 1);
   const train::ScratchConfig c = config(2);
   CountingTrainer trainer(c, /*eager=*/true, 5);
   EXPECT_EQ(divergence_of(trainer, c, data), message_for(5));
@@ -116,7 +117,7 @@ TEST(LazyLedgerReads, EagerReadsStopAtTheDivergedUpdateItself) {
 }
 
 TEST(LazyLedgerReads, FiguresAndParametersEqualThoseOfReadsAtEveryStep) {
-  const data::Dataset data = noise(512, 1);
+  const data::InMemoryDataset data = noise(512, 1);
   const train::ScratchConfig c = config(2);
   CountingTrainer lazy(c, false, 0), eager(c, true, 0);
   const train::LoopResult a = train::run_training(lazy, data, data, settings_of(c), c.run);
@@ -137,7 +138,7 @@ TEST(LazyLedgerReads, FiguresAndParametersEqualThoseOfReadsAtEveryStep) {
 }
 
 TEST(LazyLedgerReads, SkipReadsEveryUpdateAndDropsOnlyTheDivergedOne) {
-  const data::Dataset data = noise(512, 1);
+  const data::InMemoryDataset data = noise(512, 1);
   train::ScratchConfig c = config(1);
   c.run.on_nan = train::OnNan::skip;
   std::vector<std::string> warnings;
@@ -153,7 +154,7 @@ TEST(LazyLedgerReads, SkipReadsEveryUpdateAndDropsOnlyTheDivergedOne) {
 }
 
 TEST(LazyLedgerReads, ACheckpointWaitsForTheReadAndANonFiniteUpdateIsNeverSaved) {
-  const data::Dataset data = noise(512, 1);
+  const data::InMemoryDataset data = noise(512, 1);
   const auto dir = dpt::testing_support::unique_temp_dir("dpt_lazy_reads_checkpoint");
   train::ScratchConfig c = config(1);
   c.run.checkpoint_dir = dir.string();

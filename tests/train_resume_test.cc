@@ -9,8 +9,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/checkpoint/checkpoint_dir.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
 #include "dpt/parallel/device_list.h"
@@ -26,12 +27,12 @@ using testing::HasSubstr;
 namespace {
 
 // 512 training images in batches of 64: 8 steps per epoch; the first 256 test images.
-const data::Dataset& train_subset() {
-  static const data::Dataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 512);
+const data::InMemoryDataset& train_subset() {
+  static const data::InMemoryDataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 512);
   return d;
 }
-const data::Dataset& test_subset() {
-  static const data::Dataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 256);
+const data::InMemoryDataset& test_subset() {
+  static const data::InMemoryDataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 256);
   return d;
 }
 
@@ -162,7 +163,7 @@ struct ConciseRun {
 };
 
 ConciseRun concise_lenet(int devices) {
-  std::unique_ptr<nn::Module> module = nn::lenet_module();
+  std::unique_ptr<nn::Module> module = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*module, nn::Init::kaiming, 9);
   ConciseRun run;
   run.net = std::make_unique<parallel::DataParallel>(std::move(module), parallel::cpu_devices(devices));

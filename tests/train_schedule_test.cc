@@ -10,8 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/checkpoint/checkpoint_dir.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/nn/models.h"
@@ -30,12 +31,12 @@ using testing::HasSubstr;
 
 namespace {
 
-const data::Dataset& train_subset() {
-  static const data::Dataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 512);
+const data::InMemoryDataset& train_subset() {
+  static const data::InMemoryDataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 512);
   return d;
 }
-const data::Dataset& test_subset() {
-  static const data::Dataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 256);
+const data::InMemoryDataset& test_subset() {
+  static const data::InMemoryDataset d = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 256);
   return d;
 }
 
@@ -101,7 +102,7 @@ train::ScratchConfig scratch_config(int devices, int64_t chunk = 0) {
 // fixed batch of 96 (micro = 96: one ordinary step).
 std::vector<Tensor> scratch_after_one_update(int devices, int64_t micro, int64_t chunk = 0) {
   const auto [X, y] = random_images(96, 4);
-  train::ScratchTrainer trainer(scratch_config(devices, chunk), nn::lenet_params(3));
+  train::ScratchTrainer trainer(scratch_config(devices, chunk), nn::lenet_params(3, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses));
   for (int64_t at = 0; at < 96; at += micro) {
     const GradientSync sync = at + micro >= 96 ? GradientSync::now : GradientSync::later;
     trainer.compute_batch_gradients(rows_of(X, y, at, std::min<int64_t>(micro, 96 - at)), sync);
@@ -118,7 +119,7 @@ TEST(Accumulate, ScratchMicroBatchesMakeTheUpdateOfOneBigStep) {
   expect_close(scratch_after_one_update(2, 32), big, 2e-6f);
   expect_close(scratch_after_one_update(2, 40), big, 2e-6f);
   expect_close(scratch_after_one_update(1, 32), big, 2e-6f);
-  EXPECT_TRUE(differ(scratch_after_one_update(2, 32), nn::lenet_params(3))) << "the update moved the parameters";
+  EXPECT_TRUE(differ(scratch_after_one_update(2, 32), nn::lenet_params(3, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses))) << "the update moved the parameters";
 }
 
 TEST(Accumulate, DeterministicModeGivesTheSameBitsOnOneAndTwoDevices) {
@@ -129,7 +130,7 @@ TEST(Accumulate, DeterministicModeGivesTheSameBitsOnOneAndTwoDevices) {
 
 namespace {
 std::unique_ptr<parallel::DataParallel> concise_lenet(int devices, int64_t chunk = 0) {
-  std::unique_ptr<nn::Module> module = nn::lenet_module();
+  std::unique_ptr<nn::Module> module = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*module, nn::Init::kaiming, 9);
   parallel::DataParallelOptions options;
   options.deterministic_chunk = chunk;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/allocator.h"
 #include "dpt/core/cpu_features.h"
 #include "dpt/nn/init.h"
@@ -57,7 +58,7 @@ void expect_settled(const Counts& taken, const std::string& what) {
 
 TEST(SteadyState, LeNetStepsTakeNoMemoryAndBuildNoPrimitive) {
   for (int devices : {1, 2}) {
-    auto net = nn::lenet_module();
+    auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
     nn::init_weights(*net, nn::Init::kaiming, 0);
     expect_settled(taken_by_settled_steps(std::move(net), devices, 64, 2, 3), "LeNet on cpu:" + std::to_string(devices));
   }
@@ -65,7 +66,7 @@ TEST(SteadyState, LeNetStepsTakeNoMemoryAndBuildNoPrimitive) {
 
 TEST(SteadyState, Resnet18StepsTakeNoMemoryAndBuildNoPrimitive) {
   for (int devices : {1, 2}) {
-    auto net = nn::resnet18(10, 1);
+    auto net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
     nn::init_weights(*net, nn::Init::kaiming, 0);
     expect_settled(taken_by_settled_steps(std::move(net), devices, 8, 2, 2),
                    "ResNet-18 on cpu:" + std::to_string(devices));
@@ -76,7 +77,7 @@ TEST(SteadyState, Resnet18StepsTakeNoMemoryAndBuildNoPrimitive) {
 // takes a block from the system (else the tests above could not fail).
 TEST(SteadyState, TheCountersSeeANewShape) {
   const Counts before = counts_now();
-  auto net = nn::lenet_module();
+  auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 0);
   (void)taken_by_settled_steps(std::move(net), 1, 37, 0, 1);
   const Counts after = counts_now();
@@ -94,7 +95,7 @@ TEST(SteadyState, TheCountersSeeANewShape) {
 // 1 x 1 output reads the same in every layout. On AVX-512 that is exact; elsewhere the
 // single-channel input may be reordered into the blocked layout as well.
 TEST(SteadyState, Resnet18StepReordersOnlyItsConvolutionWeights) {
-  auto net = nn::resnet18(10, 1);
+  auto net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 0);
   const std::function<int64_t(const nn::Module&)> count_convolutions = [&](const nn::Module& m) {
     int64_t n = dynamic_cast<const nn::Conv2d*>(&m) != nullptr;

@@ -9,8 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/nn/models.h"
@@ -30,7 +31,7 @@ using dpt::testing_support::config_error_of;
 using dpt::testing_support::error_of;
 
 TEST(LeNet, ParametersFollowTheLesson) {
-  const std::vector<Tensor> params = nn::lenet_params(7);
+  const std::vector<Tensor> params = nn::lenet_params(7, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   ASSERT_EQ(params.size(), 8u);
   const std::vector<Shape> shapes{{20, 1, 3, 3}, {20}, {50, 20, 5, 5}, {50}, {128, 800}, {128}, {10, 128}, {10}};
   double sum_sq = 0;
@@ -48,13 +49,13 @@ TEST(LeNet, ParametersFollowTheLesson) {
     }
   }
   EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(count)), 0.01, 0.0005);  // N(0, 0.01^2)
-  EXPECT_EQ(nn::lenet_params(7)[4].to_vector(), params[4].to_vector());       // same seed, same init
-  EXPECT_NE(nn::lenet_params(8)[4].to_vector(), params[4].to_vector());
+  EXPECT_EQ(nn::lenet_params(7, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses)[4].to_vector(), params[4].to_vector());       // same seed, same init
+  EXPECT_NE(nn::lenet_params(8, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses)[4].to_vector(), params[4].to_vector());
 }
 
 TEST(LeNet, MapsImagesToTenLogits) {
   const Tensor X = Tensor::full({3, 1, 28, 28}, 0.5f);
-  EXPECT_EQ(nn::lenet(X, nn::lenet_params(0)).shape(), (Shape{3, 10}));
+  EXPECT_EQ(nn::lenet(X, nn::lenet_params(0, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses)).shape(), (Shape{3, 10}));
   EXPECT_THAT(error_of([&] { nn::lenet(X, {}); }), HasSubstr("expected 8 parameters"));
 }
 
@@ -105,8 +106,8 @@ constexpr double kRealDataBar = 0.60;
 
 TEST(RealData, TwoEpochsOfLeNetLearnFashionMnist) {
   DPT_SKIP_WITHOUT_DATA();
-  const data::Dataset train_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train);
-  const data::Dataset test_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test);
+  const data::InMemoryDataset train_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train);
+  const data::InMemoryDataset test_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test);
   train::ScratchConfig config;
   config.epochs = 2;
   config.devices = {Device::cpu(0), Device::cpu(1)};
@@ -149,7 +150,7 @@ class NoOpGradientAllreduce final : public parallel::Communicator {
 // Two rank threads training LeNet from scratch on `train_data` over `comm`, one device
 // each, for `epochs`; the ranks' error messages ("" for none).
 std::vector<std::string> train_two_ranks(const std::shared_ptr<parallel::Communicator>& comm,
-                                         const data::Dataset& train_data, const data::Dataset& test_data, int epochs,
+                                         const data::InMemoryDataset& train_data, const data::InMemoryDataset& test_data, int epochs,
                                          bool check_replicas, std::vector<train::TrainSummary>& summaries) {
   summaries.assign(2, {});
   std::vector<std::string> errors(2);
@@ -174,9 +175,9 @@ std::vector<std::string> train_two_ranks(const std::shared_ptr<parallel::Communi
   return errors;
 }
 
-data::Dataset random_dataset(int64_t n, uint64_t seed) {
+data::InMemoryDataset random_dataset(int64_t n, uint64_t seed) {
   Rng rng(seed);
-  data::Dataset data;
+  data::InMemoryDataset data;
   for (int64_t i = 0; i < n * 28 * 28; ++i) data.pixels.push_back(static_cast<uint8_t>(rng() % 256));
   for (int64_t i = 0; i < n; ++i) data.labels.push_back(static_cast<int64_t>(rng() % 10));
   return data;
@@ -209,8 +210,8 @@ TEST(ReplicaCheck, PassesAJobWhoseReplicasAgree) {
 // their own half of every batch of the same run, with the same lesson settings.
 TEST(RealData, TwoEpochsWithANoOpAllreduceFallBelowTheBar) {
   DPT_SKIP_WITHOUT_DATA();
-  const data::Dataset train_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train);
-  const data::Dataset test_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test);
+  const data::InMemoryDataset train_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train);
+  const data::InMemoryDataset test_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test);
   auto comm = std::make_shared<NoOpGradientAllreduce>(parallel::make_in_process_communicator("ring", 2));
   std::vector<train::TrainSummary> summaries;
   // With the replica check off: the accuracy such a run reports, through the same bar.
@@ -229,9 +230,9 @@ TEST(RealData, TwoEpochsWithANoOpAllreduceFallBelowTheBar) {
 // needs ~100 steps before it stops shrinking every feature to nothing.
 TEST(RealData, ResNet18LearnsOnASubset) {
   DPT_SKIP_WITHOUT_DATA();
-  const data::Dataset train_data = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 640);
-  const data::Dataset test_data = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 320);
-  std::unique_ptr<nn::Module> net = nn::resnet18(10, 1);
+  const data::InMemoryDataset train_data = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train), 640);
+  const data::InMemoryDataset test_data = data::take_first(data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test), 320);
+  std::unique_ptr<nn::Module> net = nn::resnet18(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 0);
   parallel::DataParallel parallel_net(std::move(net), {Device::cpu(0), Device::cpu(1)});
   optim::SGD optimizer(parallel_net.replica_parameters(), {0.05f, 0.0f, 0.0f});

@@ -21,7 +21,7 @@ expect "$missing" predict --checkpoint "$work/none.ckpt" "$work/notes.txt"
 unknown="checkpoint $work/vgg.ckpt records the model 'vgg16', which this dptrain cannot build (it builds 'lenet (scratch API)', 'lenet', 'resnet18')"
 expect "$unknown" evaluate --checkpoint "$work/vgg.ckpt" --data "$data"
 expect "$unknown" predict --checkpoint "$work/vgg.ckpt" "$work/notes.txt"
-expect "cannot read image $work/notes.txt: not a picture stb_image reads (PNG, PGM, JPEG, BMP, GIF, TGA) nor an IDX images file (unknown image type)" \
+expect "cannot read image $work/notes.txt: not a picture (JPEG, PNG, PGM, BMP, GIF, TGA) nor an IDX images file (stb_image: unknown image type)" \
   predict --checkpoint "$ckpt" "$work/notes.txt"
 expect "cannot read image $work/nope.png: no such file" predict --checkpoint "$ckpt" "$work/nope.png"
 expect "--top-k must be between 1 and 10, got 0" predict --checkpoint "$ckpt" --top-k 0 "$work/notes.txt"

@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "../mpi/mpi_test_main.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/core/random.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
@@ -31,9 +32,9 @@ namespace nn = dpt::nn;
 
 namespace {
 
-dpt::data::Dataset random_dataset(int64_t n, uint64_t seed) {
+dpt::data::InMemoryDataset random_dataset(int64_t n, uint64_t seed) {
   dpt::Rng rng(seed);
-  dpt::data::Dataset data;
+  dpt::data::InMemoryDataset data;
   for (int64_t i = 0; i < n * 28 * 28; ++i) data.pixels.push_back(static_cast<uint8_t>(rng() % 256));
   for (int64_t i = 0; i < n; ++i) data.labels.push_back(static_cast<int64_t>(rng() % 10));
   return data;
@@ -47,9 +48,9 @@ struct Outcome {
 
 // One epoch of LeNet + SGD with momentum. `group` distributed: this process is one rank
 // with one device and reads its shard; otherwise `devices` CPU devices in this process.
-Outcome train_epoch(const dpt::data::Dataset& train, const dpt::data::Dataset& test, int devices,
+Outcome train_epoch(const dpt::data::InMemoryDataset& train, const dpt::data::InMemoryDataset& test, int devices,
                     dpt::parallel::ProcessGroup group, double bucket_mb) {
-  auto net = nn::lenet_module();
+  auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 21);
   dpt::parallel::DataParallelOptions options;
   options.cores = devices;  // one core (one oneDNN thread) per device, here and in every process
@@ -101,7 +102,7 @@ void expect_every_rank_equals_rank_0(dpt::parallel::Communicator& comm, const Ou
   }
 }
 
-void compare_with_one_process(const dpt::data::Dataset& train, const dpt::data::Dataset& test, int n, double bucket_mb,
+void compare_with_one_process(const dpt::data::InMemoryDataset& train, const dpt::data::InMemoryDataset& test, int n, double bucket_mb,
                               const Outcome& distributed);
 
 class MpiTraining : public ::testing::TestWithParam<double> {};
@@ -110,7 +111,7 @@ TEST_P(MpiTraining, NProcessesEndWithTheParametersOfOneProcessOnNDevices) {
   const int n = g_mpi->size(), rank = g_mpi->rank();
   const double bucket_mb = GetParam();
   // 66 examples in batches of 32: 32, 32, 2 (with 3 ranks the last rank's shard is empty).
-  const dpt::data::Dataset train = random_dataset(66, 1), test = random_dataset(37, 2);
+  const dpt::data::InMemoryDataset train = random_dataset(66, 1), test = random_dataset(37, 2);
   auto comm = g_mpi->communicator("ring", 120);
   const Outcome distributed = train_epoch(train, test, 1, {comm, rank}, bucket_mb);
   ASSERT_EQ(distributed.steps.size(), 3u);
@@ -123,7 +124,7 @@ TEST_P(MpiTraining, NProcessesEndWithTheParametersOfOneProcessOnNDevices) {
   comm->barrier(rank);
 }
 
-void compare_with_one_process(const dpt::data::Dataset& train, const dpt::data::Dataset& test, int n, double bucket_mb,
+void compare_with_one_process(const dpt::data::InMemoryDataset& train, const dpt::data::InMemoryDataset& test, int n, double bucket_mb,
                               const Outcome& distributed) {
   {
     const Outcome local = train_epoch(train, test, n, {}, bucket_mb);
@@ -168,7 +169,7 @@ TEST(MpiTrainingErrors, AProcessWithSeveralDevicesIsRefused) {
   EXPECT_THROW(
       {
         try {
-          dpt::parallel::DataParallel(nn::lenet_module(), dpt::parallel::cpu_devices(2), options);
+          dpt::parallel::DataParallel(nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses), dpt::parallel::cpu_devices(2), options);
         } catch (const std::invalid_argument& e) {
           EXPECT_THAT(e.what(), ::testing::HasSubstr("one device per process"));
           throw;

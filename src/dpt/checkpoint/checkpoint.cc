@@ -1,5 +1,7 @@
 #include "dpt/checkpoint/checkpoint.h"
 
+#include "dpt/data/idx_dataset.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -172,6 +174,26 @@ std::vector<EpochStats> history_from(const nlohmann::json& list) {
   return history;
 }
 
+nlohmann::json data_json(const data::DataInfo& d) {
+  return {{"shape", {d.shape.channels, d.shape.height, d.shape.width}},
+          {"classes", d.classes},
+          {"light_on_dark", d.light_on_dark},
+          {"mean", d.mean},
+          {"std", d.stddev}};
+}
+
+data::DataInfo data_from(const nlohmann::json& j) {
+  data::DataInfo d;
+  const std::vector<int64_t> shape = j.at("shape").get<std::vector<int64_t>>();
+  if (shape.size() != 3) throw std::invalid_argument("the recorded input shape is not channels, height, width");
+  d.shape = {shape[0], shape[1], shape[2]};
+  d.classes = j.at("classes").get<std::vector<std::string>>();
+  d.light_on_dark = j.at("light_on_dark").get<bool>();
+  d.mean = j.at("mean").get<std::vector<float>>();
+  d.stddev = j.at("std").get<std::vector<float>>();
+  return d;
+}
+
 std::string metadata_json(const Checkpoint& c) {
   const nlohmann::json meta = {
       {"model", c.model},
@@ -183,6 +205,7 @@ std::string metadata_json(const Checkpoint& c) {
       {"lr_scaling", c.lr_scaling},
       {"accumulate", c.accumulate},
       {"train_examples", c.train_examples},
+      {"data", data_json(c.data)},
       {"devices", c.devices},
       {"epoch", c.position.epoch},
       {"batch_offset", c.position.batch_offset},
@@ -209,6 +232,7 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     c.lr_scaling = meta.value("lr_scaling", std::string("none"));
     c.accumulate = meta.value("accumulate", int64_t{1});
     c.train_examples = meta.at("train_examples").get<int64_t>();
+    c.data = meta.contains("data") ? data_from(meta.at("data")) : data::fashion_mnist_info();
     c.devices = meta.at("devices").get<std::vector<std::string>>();
     c.position.epoch = meta.at("epoch").get<int64_t>();
     c.position.batch_offset = meta.at("batch_offset").get<int64_t>();
@@ -220,6 +244,13 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     c.history = history_from(meta.at("history"));
   } catch (const nlohmann::json::exception& e) {
     damaged(source, std::string("its metadata is unreadable (") + e.what() + ")");
+  } catch (const std::invalid_argument& e) {
+    damaged(source, std::string("its metadata is unreadable (") + e.what() + ")");
+  }
+  const ImageShape& in = c.data.shape;
+  if (in.channels < 1 || in.height < 1 || in.width < 1 || in.numel() > (int64_t{1} << 28) || c.data.classes.empty()) {
+    damaged(source, "its recorded data shape " + in.str() + " or class count " + std::to_string(c.data.classes.size()) +
+                        " is impossible");
   }
   if (c.position.epoch < 0 || c.position.batch_offset < 0 || c.position.global_step < 0 || c.batch_size < 1) {
     damaged(source, "its position or batch size is negative");

@@ -17,6 +17,7 @@
 
 #include "dpt/checkpoint/epoch_stats.h"
 #include "dpt/core/tensor.h"
+#include "dpt/data/idx_dataset.h"
 #include "dpt/parallel/step_result.h"
 
 namespace dpt::checkpoint {
@@ -58,6 +59,11 @@ struct Checkpoint {
   int64_t warmup_epochs = 0;
   std::string lr_scaling = "none";
   int64_t accumulate = 1;
+  // The data the model was trained on: input shape, class names, polarity, normalization.
+  // evaluate, predict and export rebuild the model and read pictures from it; resuming
+  // against other data is refused. Files written before it was recorded held Fashion-MNIST
+  // models, and read as Fashion-MNIST's: the default.
+  data::DataInfo data = data::fashion_mnist_info();
 
   Position position;
   parallel::StepResult epoch_sum;  // the steps of the current epoch so far
@@ -77,6 +83,7 @@ struct Checkpoint {
 inline constexpr uint32_t kFormatVersion = 1;
 
 std::vector<uint8_t> encode(const Checkpoint& checkpoint);
+
 
 // Throws CheckpointError naming `source` for anything but an intact version-1 file.
 Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source);

@@ -58,8 +58,14 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
   return order;
 }
 
-BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed)
-    : data_(&data), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
+BatchLoader::BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, bool augment)
+    : data_(&data),
+      shape_(data.shape()),
+      size_(data.size()),
+      batch_size_(batch_size),
+      shuffle_(shuffle),
+      seed_(seed),
+      augment_(augment) {
   if (batch_size <= 0) {
     throw std::invalid_argument("batch size must be positive, got " + std::to_string(batch_size));
   }
@@ -95,19 +101,11 @@ bool BatchLoader::next(Batch& out) {
   const RowRange shard = shard_rows(global_count, shard_count_, shard_index_, shard_chunk_);
   const int64_t begin = batch_offset_ * batch_size_ + shard.begin;
   const int64_t count = shard.size();
-  const int64_t image_size = data_->rows * data_->cols;
 
-  Tensor images = Tensor::empty({count, 1, data_->rows, data_->cols}, DType::f32);
+  Tensor images = Tensor::empty({count, shape_.channels, shape_.height, shape_.width}, DType::f32);
   Tensor labels = Tensor::empty({count}, DType::i64);
-  float* image_values = images.data<float>();
-  int64_t* label_values = labels.data<int64_t>();
-  for (int64_t b = 0; b < count; ++b) {
-    const int64_t example = order_[static_cast<size_t>(begin + b)];
-    const uint8_t* pixels = data_->pixels.data() + example * image_size;
-    float* dst = image_values + b * image_size;
-    for (int64_t p = 0; p < image_size; ++p) dst[p] = static_cast<float>(pixels[p]) / 255.0f;
-    label_values[b] = data_->labels[static_cast<size_t>(example)];
-  }
+  const std::span<const int64_t> examples(order_.data() + begin, static_cast<size_t>(count));
+  data_->fill(examples, Draw{seed_, epoch_, augment_}, images.data<float>(), labels.data<int64_t>());
   out.images = std::move(images);
   out.labels = std::move(labels);
   out.global_size = global_count;

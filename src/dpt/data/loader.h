@@ -1,18 +1,20 @@
-// BatchLoader: cuts a Dataset into minibatches of float images in [0, 1] and int64 labels,
-// in an order that depends only on (seed, epoch), so a run resumed from a checkpoint sees
-// exactly the batches the uninterrupted run would have seen.
+// BatchLoader: cuts a Dataset into minibatches of float images and int64 labels, in an
+// order that depends only on (seed, epoch), so a run resumed from a checkpoint sees
+// exactly the batches the uninterrupted run would have seen. Each example's random
+// transforms depend only on (seed, epoch, example index) (data/dataset.h: Draw), so
+// neither a resume nor the device count changes what an example becomes.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "dpt/core/tensor.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 
 namespace dpt::data {
 
 struct Batch {
-  Tensor images;  // f32 [B, 1, rows, cols], pixel / 255
+  Tensor images;  // f32 [B, C, H, W]: the data set's shape()
   Tensor labels;  // i64 [B]
   // Examples in the global batch this one is a shard of (== B unless the loader is
   // sharded): what the SGD step divides by.
@@ -45,10 +47,11 @@ class BatchLoader {
   // `data` is held by reference and must outlive the loader (datasets are large and
   // shared by the train and test loops; copying them per loader would waste memory).
   // Throws std::invalid_argument unless batch_size > 0. Starts positioned at epoch 0.
-  BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed);
-  BatchLoader(Dataset&&, int64_t, bool, uint64_t) = delete;  // would dangle
+  // Training loaders shuffle and `augment` (random transforms draw); evaluation's do neither.
+  BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, bool augment = false);
+  BatchLoader(Dataset&&, int64_t, bool, uint64_t, bool = false) = delete;  // would dangle
 
-  int64_t num_examples() const { return data_->size(); }
+  int64_t num_examples() const { return size_; }
   // The last batch is kept even if partial: 60000 examples at 256 give 235 batches.
   int64_t num_batches() const { return (num_examples() + batch_size_ - 1) / batch_size_; }
   int64_t batch_size() const { return batch_size_; }
@@ -76,9 +79,12 @@ class BatchLoader {
 
  private:
   const Dataset* data_;
+  ImageShape shape_;
+  int64_t size_;
   int64_t batch_size_;
   bool shuffle_;
   uint64_t seed_;
+  bool augment_;
   int64_t epoch_ = 0;
   int64_t batch_offset_ = 0;
   int64_t shard_index_ = 0;

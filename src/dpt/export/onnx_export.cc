@@ -165,7 +165,7 @@ void tensor_type(::onnx::ValueInfoProto& value, const std::string& name, const s
 
 }  // namespace
 
-std::string onnx_model_bytes(const nn::Module& net, const std::string& description) {
+std::string onnx_model_bytes(const nn::Module& net, const OnnxSignature& signature, const std::string& description) {
   ::onnx::ModelProto model;
   model.set_ir_version(::onnx::IR_VERSION);
   model.set_producer_name("dptrain");
@@ -175,7 +175,9 @@ std::string onnx_model_bytes(const nn::Module& net, const std::string& descripti
   opset->set_version(kOnnxOpset);
   ::onnx::GraphProto* graph = model.mutable_graph();
   graph->set_name("dptrain");
-  tensor_type(*graph->add_input(), "images", {"N", "1", "28", "28"});
+  const ImageShape& in = signature.input;
+  tensor_type(*graph->add_input(), "images",
+              {"N", std::to_string(in.channels), std::to_string(in.height), std::to_string(in.width)});
   GraphBuilder builder(*graph);
   const std::string last = builder.emit(net, "", "images");
   // The graph's output is called "logits": rename the last node's output.
@@ -184,15 +186,16 @@ std::string onnx_model_bytes(const nn::Module& net, const std::string& descripti
       if (output == last) output = "logits";
     }
   }
-  tensor_type(*graph->add_output(), "logits", {"N", "10"});
+  tensor_type(*graph->add_output(), "logits", {"N", std::to_string(signature.classes)});
   ::onnx::checker::check_model(model);  // throws onnx::checker::ValidationError
   std::string bytes;
   if (!model.SerializeToString(&bytes)) throw std::runtime_error("cannot serialize the ONNX model");
   return bytes;
 }
 
-void write_onnx(const std::filesystem::path& file, const nn::Module& net, const std::string& description) {
-  const std::string bytes = onnx_model_bytes(net, description);
+void write_onnx(const std::filesystem::path& file, const nn::Module& net, const OnnxSignature& signature,
+                const std::string& description) {
+  const std::string bytes = onnx_model_bytes(net, signature, description);
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error("cannot write ONNX file " + file.string() + ": " + std::strerror(errno));
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -1,5 +1,8 @@
 #include "dpt/infer/evaluation.h"
 
+#include "dpt/data/data_error.h"
+#include "dpt/data/transforms.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -41,6 +44,23 @@ double Evaluation::class_accuracy(int64_t truth) const {
   return n == 0 ? 0.0 : static_cast<double>(count(truth, truth)) / static_cast<double>(n);
 }
 
+std::shared_ptr<const data::Dataset> test_data_for(const data::DataInfo& trained, data::DataOptions options) {
+  if (options.image_size == 0 && trained.shape.height == trained.shape.width) options.image_size = trained.shape.height;
+  if (options.channels == 0) options.channels = trained.shape.channels;
+  options.normalize = options.hflip = false;
+  options.random_crop = 0;
+  std::shared_ptr<const data::Dataset> test = data::load_data(options).test;
+  const data::DataInfo info = test->info();
+  if (info.shape != trained.shape || info.classes != trained.classes) {
+    throw data::DataError("the model was trained on " + trained.shape.str() + " images in " +
+                          std::to_string(trained.classes.size()) + " classes, the test split of '" + options.data_dir +
+                          "' holds " + info.shape.str() + " images in " + std::to_string(info.classes.size()) +
+                          " classes; pass the `data_dir` it was trained on");
+  }
+  if (!trained.mean.empty()) test = data::transformed(test, {data::normalize(trained.mean, trained.stddev)});
+  return test;
+}
+
 Evaluation evaluate(std::unique_ptr<nn::Module> net, const std::vector<Device>& devices, const data::Dataset& data,
                     int64_t batch_size, int cores) {
   if (batch_size < 1) throw ConfigError("batch_size", "`batch_size` must be positive, got " + std::to_string(batch_size));
@@ -48,7 +68,8 @@ Evaluation evaluate(std::unique_ptr<nn::Module> net, const std::vector<Device>& 
   net->eval();
   parallel::DataParallel parallel_net(std::move(net), devices, parallel::DataParallelOptions{"ring", cores, 0.0, {}});
   parallel_net.eval();
-  return {data::kNumClasses, parallel_net.confusion_matrix(data, batch_size, data::kNumClasses)};
+  const int64_t classes = data.num_classes();
+  return {classes, parallel_net.confusion_matrix(data, batch_size, classes)};
 }
 
 std::string evaluation_text(const Evaluation& e, const std::vector<std::string>& names) {

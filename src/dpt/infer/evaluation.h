@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "dpt/core/device.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/source.h"
 #include "dpt/nn/module.h"
 
 namespace dpt::infer {
@@ -27,6 +27,11 @@ struct Evaluation {
   double accuracy() const;
   double class_accuracy(int64_t truth) const;  // recall of the class; 0 for a class with no examples
 };
+
+// The test split of `options`' data, read as a model trained on `trained` reads it: at the
+// recorded size and channels (unless `options` names others), normalized with the recorded
+// statistics. Throws DataError when the data's classes or shape are not the recorded ones.
+std::shared_ptr<const data::Dataset> test_data_for(const data::DataInfo& trained, data::DataOptions options);
 
 // Evaluates `net` (in eval mode) on `data` in batches of `batch_size` split over `devices`
 // (one replica each, sharing `cores`). Throws ConfigError for bad devices or batch size.

@@ -1,13 +1,7 @@
 #include "dpt/infer/image.h"
 
-#include <stb_image.h>
-#include <stb_image_resize.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
-#include <memory>
 #include <stdexcept>
 #include <system_error>
 
@@ -31,88 +25,107 @@ bool looks_like_idx(const std::filesystem::path& file) {
   return head[0] == 0 && head[1] == 0 && head[2] == 0x08;
 }
 
-std::vector<InputImage> idx_images(const std::filesystem::path& file) {
+// Step 4: v / 255, then the recorded normalization.
+std::vector<float> scaled(const uint8_t* chw, const data::DataInfo& data) {
+  const ImageShape& s = data.shape;
+  std::vector<float> out(static_cast<size_t>(s.numel()));
+  const int64_t plane = s.height * s.width;
+  for (int64_t c = 0; c < s.channels; ++c) {
+    const float mean = data.mean.empty() ? 0.0f : data.mean[static_cast<size_t>(c)];
+    const float inv = data.stddev.empty() ? 1.0f : 1.0f / data.stddev[static_cast<size_t>(c)];
+    for (int64_t p = c * plane; p < (c + 1) * plane; ++p) out[static_cast<size_t>(p)] = (static_cast<float>(chw[p]) / 255.0f - mean) * inv;
+  }
+  return out;
+}
+
+std::vector<InputImage> idx_images(const std::filesystem::path& file, const data::DataInfo& data) {
   data::IdxArray idx;
   try {
     idx = data::read_idx(file);
   } catch (const std::exception& e) {
     unreadable(file, e.what());
   }
-  if (idx.dims.size() != 3 || idx.dims[1] != kImageSide || idx.dims[2] != kImageSide) {
-    unreadable(file, "an IDX images file must hold N x 28 x 28 images");
+  const ImageShape& s = data.shape;
+  if (idx.dims.size() != 3 || s.channels != 1 || idx.dims[1] != s.height || idx.dims[2] != s.width) {
+    unreadable(file, "an IDX images file must hold N x " + std::to_string(s.height) + " x " + std::to_string(s.width) +
+                         " grey images, the shape this model was trained on (" + s.str() + ")");
   }
-  constexpr size_t kPixels = kImageSide * kImageSide;
+  const size_t pixels = static_cast<size_t>(s.height * s.width);
   std::vector<InputImage> out(static_cast<size_t>(idx.dims[0]));
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].source = file.filename().string() + "[" + std::to_string(i) + "]";
-    out[i].width = out[i].height = kImageSide;
-    out[i].pixels.resize(kPixels);
-    for (size_t p = 0; p < kPixels; ++p) out[i].pixels[p] = static_cast<float>(idx.values[i * kPixels + p]) / 255.0f;
+    out[i].width = static_cast<int>(s.width);
+    out[i].height = static_cast<int>(s.height);
+    out[i].pixels = scaled(idx.values.data() + i * pixels, data);
   }
   return out;
 }
 
-}  // namespace
-
-InputImage preprocess(const std::vector<uint8_t>& grey, int width, int height, const std::string& source) {
-  if (width < 1 || height < 1 || grey.size() != static_cast<size_t>(width) * static_cast<size_t>(height)) {
-    throw std::invalid_argument("preprocess: " + std::to_string(grey.size()) + " pixels for " +
-                                std::to_string(width) + "x" + std::to_string(height));
-  }
-  InputImage out;
-  out.source = source;
-  out.width = width;
-  out.height = height;
-  // 2. polarity, from the mean of the border pixels (each counted once).
+// Step 2: inverted when the border is bright, then padded to a square with black.
+data::Picture light_on_dark_square(const data::Picture& grey, bool& inverted) {
+  const int width = grey.width, height = grey.height;
   double border = 0;
   int64_t count = 0;
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       if (y == 0 || y == height - 1 || x == 0 || x == width - 1) {
-        border += grey[static_cast<size_t>(y) * width + x];
+        border += grey.pixels[static_cast<size_t>(y) * width + x];
         ++count;
       }
     }
   }
-  out.inverted = border / static_cast<double>(count) > 127.5;
-  // 3. square, padded with black on both sides of the shorter one.
+  inverted = border / static_cast<double>(count) > 127.5;
   const int side = std::max(width, height);
-  std::vector<uint8_t> square(static_cast<size_t>(side) * side, 0);
+  data::Picture square{side, side, 1, std::vector<uint8_t>(static_cast<size_t>(side) * side, 0)};
   const int x0 = (side - width) / 2, y0 = (side - height) / 2;
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
-      const uint8_t v = grey[static_cast<size_t>(y) * width + x];
-      square[static_cast<size_t>(y + y0) * side + (x + x0)] = out.inverted ? static_cast<uint8_t>(255 - v) : v;
+      const uint8_t v = grey.pixels[static_cast<size_t>(y) * width + x];
+      square.pixels[static_cast<size_t>(y + y0) * side + (x + x0)] = inverted ? static_cast<uint8_t>(255 - v) : v;
     }
   }
-  // 4. resize; 5. scale.
-  std::vector<uint8_t> small(kImageSide * kImageSide);
-  if (side == kImageSide) {
-    small = square;
-  } else if (stbir_resize_uint8(square.data(), side, side, 0, small.data(), kImageSide, kImageSide, 0, 1) == 0) {
-    throw std::runtime_error("cannot resize image " + source + " to 28x28");
+  return square;
+}
+
+}  // namespace
+
+InputImage preprocess(const data::Picture& picture, const data::DataInfo& data, const std::string& source) {
+  if (picture.width < 1 || picture.height < 1 ||
+      picture.pixels.size() != static_cast<size_t>(picture.width) * picture.height * picture.channels) {
+    throw std::invalid_argument("preprocess: " + std::to_string(picture.pixels.size()) + " bytes for a " +
+                                std::to_string(picture.width) + "x" + std::to_string(picture.height) + " picture of " +
+                                std::to_string(picture.channels) + " channels");
   }
-  out.pixels.resize(small.size());
-  for (size_t p = 0; p < small.size(); ++p) out.pixels[p] = static_cast<float>(small[p]) / 255.0f;
+  const ImageShape& s = data.shape;
+  InputImage out;
+  out.source = source;
+  out.width = picture.width;
+  out.height = picture.height;
+  data::Picture p = data::with_channels(picture, static_cast<int>(s.channels));
+  if (data.light_on_dark && s.channels == 1) p = light_on_dark_square(p, out.inverted);
+  p = data::resized(p, static_cast<int>(s.width), static_cast<int>(s.height));
+  std::vector<uint8_t> chw(static_cast<size_t>(s.numel()));
+  data::to_chw(p, chw.data());
+  out.pixels = scaled(chw.data(), data);
   return out;
 }
 
-std::vector<InputImage> load_images(const std::filesystem::path& file) {
+std::vector<InputImage> load_images(const std::filesystem::path& file, const data::DataInfo& data) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(file, error)) {
     unreadable(file, std::filesystem::exists(file, error) ? "not a regular file" : "no such file");
   }
-  if (looks_like_idx(file)) return idx_images(file);
-  int width = 0, height = 0, channels = 0;
-  // 1. grey-scale: stb_image converts to one channel itself.
-  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load(file.c_str(), &width, &height, &channels, 1),
-                                                   stbi_image_free);
-  if (!pixels) {
-    unreadable(file, std::string("not a picture stb_image reads (PNG, PGM, JPEG, BMP, GIF, TGA) nor an IDX images file (") +
-                         stbi_failure_reason() + ")");
+  if (looks_like_idx(file)) return idx_images(file, data);
+  data::Picture picture;
+  try {
+    picture = data::decode_picture(data::read_file(file), file.string());
+  } catch (const std::exception& e) {
+    std::string why = e.what();  // "cannot decode picture FILE: REASON": the file is named already
+    const std::string prefix = "cannot decode picture " + file.string() + ": ";
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+    unreadable(file, "not a picture (JPEG, PNG, PGM, BMP, GIF, TGA) nor an IDX images file (" + why + ")");
   }
-  const std::vector<uint8_t> grey(pixels.get(), pixels.get() + static_cast<size_t>(width) * height);
-  return {preprocess(grey, width, height, file.string())};
+  return {preprocess(picture, data, file.string())};
 }
 
 }  // namespace dpt::infer

@@ -1,18 +1,19 @@
-// Pictures into the network's input: what `dptrain predict` feeds a model trained on
-// Fashion-MNIST. A picture file (PNG, PGM, JPEG, BMP, ... of any size; read with
-// stb_image) becomes one 28x28 image:
-//   1. grey-scale: colour is converted to luminance and alpha dropped (stb_image's rule:
-//      (77 R + 150 G + 29 B) / 256);
-//   2. polarity: Fashion-MNIST shows a light object on a dark background, so the picture
+// Pictures into the network's input: what `dptrain predict` feeds a trained model, read as
+// its training data was, from what its checkpoint records (data::DataInfo). A picture file
+// (JPEG, PNG, PGM, BMP, GIF, TGA, ... of any size; data/pictures.h decodes it) becomes one
+// image of the recorded shape:
+//   1. channels: brought to the recorded count (grey from colour by luminance,
+//      (77 R + 150 G + 29 B) / 256; colour from grey by copying; alpha dropped);
+//   2. polarity, only for data recorded as light on dark (the MNIST family): the picture
 //      is inverted (255 - v) when the mean of its border pixels (the outermost row and
 //      column on each side) is bright, above 127.5: a photo on white paper becomes white on
-//      black;
-//   3. square: the shorter side is padded with black (the background after step 2) on
-//      both sides, so the object keeps its proportions and stays centred;
-//   4. resize to 28x28 with stb_image_resize (a Mitchell filter when shrinking);
-//   5. scale to [0, 1] (v / 255), as training reads Fashion-MNIST.
-// An IDX images file (idx3-ubyte, gzipped or plain, as Fashion-MNIST ships) holds images
-// that are already 28x28 with the data set's polarity: each is taken as it is (step 5 only).
+//      black; it is then padded to a square with black on both sides of the shorter one,
+//      so the object keeps its proportions and stays centred, as the family's are;
+//   3. resized to the recorded height x width with stb_image_resize (Mitchell when
+//      shrinking), as an image folder's pictures were for training;
+//   4. scaled to [0, 1] (v / 255), then normalized with the recorded mean and deviation.
+// An IDX images file (idx3-ubyte, gzipped or plain) holds images already in the data
+// set's form: each is taken as it is (step 4 only); its size must be the recorded one.
 #pragma once
 
 #include <cstdint>
@@ -20,22 +21,23 @@
 #include <string>
 #include <vector>
 
-namespace dpt::infer {
+#include "dpt/data/dataset.h"
+#include "dpt/data/pictures.h"
 
-inline constexpr int kImageSide = 28;
+namespace dpt::infer {
 
 struct InputImage {
   std::string source;         // "shirt.png", or "t10k-images-idx3-ubyte.gz[17]" for an IDX image
-  std::vector<float> pixels;  // 28 * 28 values in [0, 1], row-major
+  std::vector<float> pixels;  // the recorded shape's values, channel-major
   int width = 0, height = 0;  // of the original picture
   bool inverted = false;      // step 2 inverted it
 };
 
-// Steps 1 to 5 on a grey-scale picture of width x height bytes.
-InputImage preprocess(const std::vector<uint8_t>& grey, int width, int height, const std::string& source);
+// Steps 1 to 4 on a decoded picture, for a model trained on `data`.
+InputImage preprocess(const data::Picture& picture, const data::DataInfo& data, const std::string& source);
 
 // The images in `file`: one for a picture, every image of an IDX file. Throws
 // std::runtime_error "cannot read image FILE: REASON" for a file that is neither.
-std::vector<InputImage> load_images(const std::filesystem::path& file);
+std::vector<InputImage> load_images(const std::filesystem::path& file, const data::DataInfo& data);
 
 }  // namespace dpt::infer

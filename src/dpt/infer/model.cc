@@ -12,13 +12,15 @@ namespace dpt::infer {
 TrainedModel rebuild(const checkpoint::Checkpoint& checkpoint, const std::string& source) {
   TrainedModel out;
   out.model = checkpoint.model;
+  out.data = checkpoint.data;
+  const int64_t classes = static_cast<int64_t>(checkpoint.data.classes.size());
   out.epochs = static_cast<int64_t>(checkpoint.history.size());
   out.global_step = checkpoint.position.global_step;
   std::vector<checkpoint::NamedTensor> params = checkpoint.params;
   if (checkpoint.model == train::kScratchModelName || checkpoint.model == "lenet") {
-    out.net = nn::lenet_module();
+    out.net = nn::lenet_module(checkpoint.data.shape, classes);
   } else if (checkpoint.model == "resnet18") {
-    out.net = nn::resnet18(10, 1);
+    out.net = nn::resnet18(checkpoint.data.shape, classes);
   } else {
     std::string known;
     for (std::string_view m : kCheckpointModels) known += (known.empty() ? "'" : ", '") + std::string(m) + "'";

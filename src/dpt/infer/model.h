@@ -21,6 +21,7 @@ inline constexpr std::array<std::string_view, 3> kCheckpointModels{"lenet (scrat
 
 struct TrainedModel {
   std::string model;  // as the checkpoint records it, e.g. "lenet (scratch API)"
+  data::DataInfo data;  // what it was trained on: input shape, classes, polarity, normalization
   std::unique_ptr<nn::Sequential> net;
   int64_t epochs = 0;     // finished epochs of the run that wrote it
   int64_t global_step = 0;

@@ -18,17 +18,18 @@ std::vector<double> softmax(const std::vector<float>& logits) {
   return p;
 }
 
-std::vector<Prediction> predict(nn::Module& net, const std::vector<InputImage>& images, int64_t batch_size) {
+std::vector<Prediction> predict(nn::Module& net, const std::vector<InputImage>& images, const ImageShape& shape,
+                                int64_t batch_size) {
   net.eval();
   autograd::NoGradGuard no_grad;
-  constexpr int64_t kPixels = kImageSide * kImageSide;
+  const auto kPixels = static_cast<size_t>(shape.numel());
   std::vector<Prediction> out;
   for (size_t first = 0; first < images.size(); first += static_cast<size_t>(batch_size)) {
     const size_t n = std::min(images.size() - first, static_cast<size_t>(batch_size));
     std::vector<float> batch;
     batch.reserve(n * kPixels);
     for (size_t i = first; i < first + n; ++i) batch.insert(batch.end(), images[i].pixels.begin(), images[i].pixels.end());
-    const Tensor logits = net(Tensor::from_vector(batch, {static_cast<int64_t>(n), 1, kImageSide, kImageSide}));
+    const Tensor logits = net(Tensor::from_vector(batch, {static_cast<int64_t>(n), shape.channels, shape.height, shape.width}));
     const std::vector<float> values = logits.to_vector();
     const auto classes = static_cast<size_t>(logits.dim(1));
     for (size_t i = 0; i < n; ++i) {

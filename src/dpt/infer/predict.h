@@ -20,7 +20,8 @@ struct Prediction {
 // Softmax computed stably (the largest logit subtracted first), in double.
 std::vector<double> softmax(const std::vector<float>& logits);
 
-// One prediction per image, `net` run on batches of up to `batch_size` images.
-std::vector<Prediction> predict(nn::Module& net, const std::vector<InputImage>& images, int64_t batch_size = 256);
+// One prediction per image (each of `shape`), `net` run on batches of up to `batch_size` images.
+std::vector<Prediction> predict(nn::Module& net, const std::vector<InputImage>& images, const ImageShape& shape,
+                                int64_t batch_size = 256);
 
 }  // namespace dpt::infer

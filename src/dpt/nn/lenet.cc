@@ -3,11 +3,13 @@
 #include <stdexcept>
 
 #include "dpt/core/random.h"
+#include "dpt/nn/models.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::nn {
 
-std::vector<Tensor> lenet_params(uint64_t seed, Device device) {
+std::vector<Tensor> lenet_params(uint64_t seed, const ImageShape& input, int64_t num_classes, Device device) {
+  check_input("LeNet", input, kLenetMinSide, num_classes);
   constexpr float kScale = 0.01f;  // the lesson's init
   Rng rng(seed);
   const Device host = device.kind == Device::Kind::cuda ? Device::cpu() : device;  // weights are drawn on the host
@@ -19,8 +21,14 @@ std::vector<Tensor> lenet_params(uint64_t seed, Device device) {
   const auto bias = [&](int64_t size, const char* name) {
     return Tensor::zeros({size}, DType::f32, device).set_requires_grad(true).set_name(name);
   };
-  return {weight({20, 1, 3, 3}, "W1"), bias(20, "b1"),  weight({50, 20, 5, 5}, "W2"), bias(50, "b2"),
-          weight({128, 800}, "W3"),    bias(128, "b3"), weight({10, 128}, "W4"),      bias(10, "b4")};
+  return {weight({20, input.channels, 3, 3}, "W1"),
+          bias(20, "b1"),
+          weight({50, 20, 5, 5}, "W2"),
+          bias(50, "b2"),
+          weight({128, lenet_flat_features(input)}, "W3"),
+          bias(128, "b3"),
+          weight({num_classes, 128}, "W4"),
+          bias(num_classes, "b4")};
 }
 
 Tensor lenet(const Tensor& X, const std::vector<Tensor>& params) {

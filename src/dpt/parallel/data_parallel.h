@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/nn/module.h"
 #include "dpt/parallel/replica_group.h"

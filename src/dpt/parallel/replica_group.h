@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "dpt/core/tensor.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/ops/ops.h"
 #include "dpt/ops/precision.h"

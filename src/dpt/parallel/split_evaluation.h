@@ -10,7 +10,7 @@
 
 #include "dpt/core/device.h"
 #include "dpt/core/tensor.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
 

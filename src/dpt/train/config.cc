@@ -74,10 +74,11 @@ void validate(const JobConfig& job) {
       throw ConfigError(field, "`momentum`, `weight_decay` and `init` need `api` concise (the lesson's sgd has none)");
     }
   }
-  if (job.train_limit < 0 || job.test_limit < 0) {
-    throw ConfigError(job.train_limit < 0 ? "train_limit" : "test_limit",
+  if (job.data.train_limit < 0 || job.data.test_limit < 0) {
+    throw ConfigError(job.data.train_limit < 0 ? "train_limit" : "test_limit",
                       "`train_limit` and `test_limit` must be >= 0");
   }
+  data::validate(job.data);
   parallel::parse_device_list(job.devices, cuda::device_count());
   parallel::check_bucket_mb(job.bucket_mb);
   parallel::ReplicaGroupOptions modes;

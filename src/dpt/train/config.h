@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "dpt/core/config_error.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/source.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/train/divergence_guard.h"
 #include "dpt/train/train_from_scratch.h"
@@ -47,9 +47,7 @@ struct JobConfig {
   float weight_decay = 0.0f;     // concise API only
   std::string init = "lesson";   // nn::kInits; concise API only
   uint64_t seed = 0;             // parameter init and shuffling
-  std::string data_dir = data::kDefaultDataDir;
-  int64_t train_limit = 0;       // the first N training images only; 0: all
-  int64_t test_limit = 0;
+  data::DataOptions data;        // where the data comes from and what happens to it (data/source.h)
   std::string allreduce = "ring";  // kAllreduces
   int cores = parallel::available_cores();
   std::string metrics_file;      // empty: none

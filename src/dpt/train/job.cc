@@ -11,7 +11,7 @@
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
 #include "dpt/cuda/runtime.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/source.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
 #include "dpt/ops/precision.h"
@@ -52,9 +52,21 @@ parallel::ProcessGroup join_job(JobConfig& job, std::optional<parallel::MpiRunti
   return group;
 }
 
-data::Dataset load_split(const JobConfig& job, data::Split split, int64_t limit) {
-  data::Dataset all = data::load_fashion_mnist(job.data_dir, split);
-  return limit > 0 ? data::take_first(all, limit) : all;
+// Both splits; the held-out split follows the seed, and warnings go where the job's go.
+data::LoadedData load_job_data(const JobConfig& job, const JobHooks& hooks) {
+  data::DataOptions options = job.data;
+  options.seed = job.seed;
+  options.threads = std::max(1, job.cores);
+  options.warn = [&hooks](const std::string& message) {
+    std::fprintf(stderr, "dptrain: warning: %s\n", worded(hooks, message).c_str());
+  };
+  return data::load_data(options);
+}
+
+// The model the job trains, sized from its data.
+std::unique_ptr<nn::Module> build_model(const JobConfig& job, const data::Dataset& data) {
+  if (job.model == "lenet") return nn::lenet_module(data.shape(), data.num_classes());
+  return nn::resnet18(data.shape(), data.num_classes());
 }
 
 RunOptions run_options(const JobConfig& job) {
@@ -112,8 +124,10 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   reporter.attach(scratch.run);
   validate(scratch);
 
-  const data::Dataset train_data = load_split(job, data::Split::train, job.train_limit);
-  const data::Dataset test_data = load_split(job, data::Split::test, job.test_limit);
+  const data::LoadedData loaded = load_job_data(job, hooks);
+  const data::Dataset& train_data = *loaded.train;
+  const data::Dataset& test_data = *loaded.test;
+  const data::DataInfo info = train_data.info();
   // Deterministic mode computes every chunk on one thread (ReplicaGroup).
   const int threads = job.deterministic ? 1 : std::max(1, job.cores / static_cast<int>(devices.size()));
   const std::string placement =
@@ -125,10 +139,13 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
       "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
       "from %s, batch %lld, lr %g, %d epochs%s%s\n",
       job.model.c_str(), job.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
-      static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data_dir.c_str(),
+      static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data.data_dir.c_str(),
       static_cast<long long>(job.batch_size), job.lr, job.epochs,
       ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "",
       ops::conv_algorithm() == ops::ConvAlgorithm::direct ? ", convolutions direct (no Winograd)" : "");
+  std::printf("data: %s, %s images (channels x height x width) in %lld classes%s\n", loaded.format.c_str(),
+              info.shape.str().c_str(), static_cast<long long>(info.classes.size()),
+              info.mean.empty() ? "" : ", normalized per channel");
   if (job.lr_schedule != "constant" || job.warmup_epochs > 0 || job.lr_scaling != "none" || job.accumulate > 1 ||
       job.sync_bn) {
     const float base = optim::scaled_lr(job.lr, scratch.lr_scaling, job.batch_size * job.accumulate);
@@ -152,8 +169,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
     return 0;
   }
 
-  std::unique_ptr<nn::Module> net = job.model == "lenet" ? std::unique_ptr<nn::Module>(nn::lenet_module())
-                                                         : std::unique_ptr<nn::Module>(nn::resnet18(10, 1));
+  std::unique_ptr<nn::Module> net = build_model(job, train_data);
   nn::init_weights(*net, nn::parse_init(job.init), job.seed);
   parallel::DataParallel parallel_net(std::move(net), devices,
                                       parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/data_parallel.h"

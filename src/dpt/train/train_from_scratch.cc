@@ -120,7 +120,7 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
                                       const ScratchConfig& config, const EpochCallback& on_epoch,
                                       const StepCallback& on_step) {
   validate(config);
-  ScratchTrainer trainer(config, nn::lenet_params(config.seed));
+  ScratchTrainer trainer(config, nn::lenet_params(config.seed, train_data.shape(), train_data.num_classes()));
   const LoopSettings settings{config.epochs, config.batch_size, config.seed,       config.lr,
                               kScratchModelName, config.schedule, config.lr_scaling, config.accumulate};
   const LoopResult result = run_training(trainer, train_data, test_data, settings, config.run, on_epoch, on_step);

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "dpt/core/tensor.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"

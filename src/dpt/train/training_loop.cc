@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
@@ -54,14 +55,33 @@ void check_replicas_agree(Trainable& model, int epoch) {
   }
 }
 
+// "3x32x32 images in 10 classes (airplane, automobile, ...)": data as a resume message names it.
+std::string data_str(const data::DataInfo& d) {
+  std::string names;
+  for (size_t i = 0; i < d.classes.size() && i < 3; ++i) names += (i ? ", " : "") + d.classes[i];
+  if (d.classes.size() > 3) names += ", ...";
+  return "data of " + d.shape.str() + " images in " + std::to_string(d.classes.size()) + " classes (" + names + ")";
+}
+
+bool same_data(const data::DataInfo& a, const data::DataInfo& b) {
+  return a.shape == b.shape && a.classes == b.classes && a.light_on_dark == b.light_on_dark && a.mean == b.mean &&
+         a.stddev == b.stddev;
+}
+
 void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const LoopSettings& settings,
-                     const Trainable& model, int64_t train_examples) {
+                     const Trainable& model, int64_t train_examples, const data::DataInfo& data) {
   const auto mismatch = [&](const std::string& what, const std::string& saved, const std::string& now) {
     throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " +
                                       (what.empty() ? "" : what + " ") + saved +
                                       ", this run has " + now + "; resume with the settings it was written with");
   };
   if (c.model != settings.model) mismatch("model", c.model, settings.model);
+  if (!same_data(c.data, data)) {
+    std::string detail = data_str(c.data) + ", this run has " + data_str(data);
+    if (c.data.shape == data.shape && c.data.classes == data.classes) detail += " (their polarity or normalization differ)";
+    throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " + detail +
+                                      "; resume with the `data_dir` it was trained on");
+  }
   if (c.batch_size != settings.batch_size)
     mismatch("`batch_size`", std::to_string(c.batch_size), std::to_string(settings.batch_size));
   if (c.seed != settings.seed) mismatch("`seed`", std::to_string(c.seed), std::to_string(settings.seed));
@@ -87,8 +107,9 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
 
 class Checkpointer {
  public:
-  Checkpointer(const Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples)
-      : model_(model), settings_(settings), run_(run), train_examples_(train_examples) {}
+  Checkpointer(const Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples,
+               data::DataInfo data)
+      : model_(model), settings_(settings), run_(run), train_examples_(train_examples), data_(std::move(data)) {}
 
   bool enabled() const { return !run_.checkpoint_dir.empty(); }
   bool due_after_step(int64_t global_step) const {
@@ -103,6 +124,7 @@ class Checkpointer {
     c.seed = settings_.seed;
     c.batch_size = settings_.batch_size;
     c.train_examples = train_examples_;
+    c.data = data_;
     c.deterministic_chunk = model_.deterministic_chunk();
     c.lr_schedule = optim::schedule_name(settings_.schedule.kind);
     c.warmup_epochs = settings_.schedule.warmup_epochs;
@@ -123,16 +145,18 @@ class Checkpointer {
   const LoopSettings& settings_;
   const RunOptions& run_;
   int64_t train_examples_;
+  data::DataInfo data_;
 };
 
-LoopState resume(Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples) {
+LoopState resume(Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples,
+                 const data::DataInfo& data) {
   checkpoint::Loaded loaded = checkpoint::load_latest(run.checkpoint_dir);
   for (const std::string& why : loaded.refused) {
     if (run.warn) run.warn("skipping a damaged checkpoint: " + why);
   }
   const std::string source = loaded.file.string();
   const checkpoint::Checkpoint& c = loaded.checkpoint;
-  check_resumable(c, source, settings, model, train_examples);
+  check_resumable(c, source, settings, model, train_examples, data);
   model.load_state(c, source);
   if (run.on_resume) run.on_resume({loaded.file, c.position, c.devices, c.history});
   return {c.position, c.epoch_sum, c.epoch_seconds, c.history};
@@ -162,9 +186,10 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
                         const StepCallback& on_step) {
   validate(settings);
   validate(run);
-  const Checkpointer checkpointer(model, settings, run, train_data.size());
-  LoopState state = run.resume ? resume(model, settings, run, train_data.size()) : LoopState{};
-  data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed);
+  const data::DataInfo data_info = train_data.info();
+  const Checkpointer checkpointer(model, settings, run, train_data.size(), data_info);
+  LoopState state = run.resume ? resume(model, settings, run, train_data.size(), data_info) : LoopState{};
+  data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed, /*augment=*/true);
   if (const auto [index, count] = model.data_shard(); count > 1) loader.set_shard(index, count, std::max<int64_t>(model.deterministic_chunk(), 1));
   LoopResult result;
   const auto stop_requested = [&] { return model.agree_on_stop(run.stop_signal ? run.stop_signal() : 0); };

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dpt/checkpoint/checkpoint.h"
-#include "dpt/data/fashion_mnist.h"
+#include "dpt/data/dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/replica_group.h"

@@ -1,0 +1,56 @@
+// Data sets of IDX files, the MNIST family's format (MNIST, Fashion-MNIST, KMNIST, EMNIST):
+// a folder with train-images-idx3-ubyte / train-labels-idx1-ubyte and t10k-images-idx3-ubyte
+// / t10k-labels-idx1-ubyte, each gzip-compressed (".gz", as Debian and the original sites
+// ship them) or plain. Images are grey, of any size; all of the family draws a light object
+// on a dark background. Fashion-MNIST (Zalando: clothing in 10 classes, 60,000 + 10,000
+// images of 28x28) is what Debian ships, in the package dataset-fashion-mnist.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dpt/data/in_memory.h"
+
+namespace dpt::data {
+
+constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
+
+// Fashion-MNIST's images and classes: the lesson's workload.
+inline constexpr ImageShape kFashionMnistShape{1, 28, 28};
+inline constexpr int64_t kFashionMnistClasses = 10;
+
+enum class Split { train, test };
+const char* split_name(Split split);  // "train" / "test"
+
+// The file beside the IDX files that names the classes, one per line in label order.
+constexpr const char* kClassNamesFile = "classes.txt";
+
+// Loads one split of the IDX folder `dir`. The class names come from `dir`/classes.txt when
+// it exists (then every label must name one of its lines), otherwise they are the numbers
+// up to the largest label, or Fashion-MNIST's own when `dir`'s name says it holds
+// Fashion-MNIST. Throws DataError naming the cause and the fix when the directory or a
+// file is missing, a file is damaged, the image and label counts differ, or a label is
+// outside the classes.
+InMemoryDataset load_idx(const std::filesystem::path& dir, Split split);
+
+// The Debian package's Fashion-MNIST: load_idx with Fashion-MNIST's class names and its
+// labels checked against their 10 classes.
+InMemoryDataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
+
+// Fashion-MNIST as a model trained on it records it: 1x28x28, light on dark, class_titles().
+DataInfo fashion_mnist_info();
+
+// The 10 class names, indexed by label: "t-shirt", "trouser", ..., "ankle boot".
+std::vector<std::string> class_names();
+// The 10 class names as the data set's authors write them, indexed by label:
+// "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
+// "Bag", "Ankle boot".
+std::vector<std::string> class_titles();
+
+// Class names read from a text file, one per line (blank lines at the end ignored). Throws
+// DataError naming the file when it cannot be read or holds no name.
+std::vector<std::string> read_class_names(const std::filesystem::path& file);
+
+}  // namespace dpt::data

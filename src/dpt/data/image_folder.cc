@@ -1,0 +1,188 @@
+#include "dpt/data/image_folder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+#include <thread>
+
+#include "dpt/data/data_error.h"
+#include "dpt/data/pictures.h"
+
+namespace dpt::data {
+namespace {
+
+std::string in_quotes(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+bool is_picture(const std::filesystem::path& file) {
+  std::string ext = file.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* known : {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tga", ".pgm", ".ppm", ".pnm"}) {
+    if (ext == known) return true;
+  }
+  return false;
+}
+
+std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir, bool folders) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (folders ? entry.is_directory() : (entry.is_regular_file() && is_picture(entry.path()))) out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string bad_image_fix() { return "remove it, or pass `on_bad_image` skip to leave such pictures out"; }
+
+}  // namespace
+
+bool is_image_folder(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return false;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    if (entry.is_directory()) return true;
+  }
+  return false;
+}
+
+ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFolderOptions& options,
+                         std::vector<std::string> classes)
+    : dir_(split_dir), options_(options), classes_(std::move(classes)) {
+  const std::vector<std::filesystem::path> class_dirs = sorted_entries(split_dir, /*folders=*/true);
+  if (class_dirs.empty()) {
+    throw DataError("image folder " + in_quotes(split_dir) +
+                    " holds no class folders; put the pictures of each class in a folder named after it (" +
+                    (split_dir / "CLASS" / "PICTURE.jpg").string() + ")");
+  }
+  const bool own_classes = classes_.empty();
+  for (const std::filesystem::path& class_dir : class_dirs) {
+    const std::string name = class_dir.filename().string();
+    if (own_classes) classes_.push_back(name);
+    const auto known = std::find(classes_.begin(), classes_.end(), name);
+    if (known == classes_.end()) {
+      throw DataError("class folder " + in_quotes(class_dir) + " names a class the training split has no folder for; " +
+                      "add it to the training split or remove it");
+    }
+    const std::vector<std::filesystem::path> pictures = sorted_entries(class_dir, /*folders=*/false);
+    if (pictures.empty()) {
+      throw DataError("class folder " + in_quotes(class_dir) +
+                      " holds no pictures (.jpg, .png, .bmp, .gif, .tga, .pgm, .ppm); add some or remove the folder");
+    }
+    for (const std::filesystem::path& p : pictures) {
+      files_.push_back(p);
+      labels_.push_back(known - classes_.begin());
+    }
+  }
+  // The headers tell the channels (and the default size) without decoding the pictures.
+  int64_t colour = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const int channels = picture_channels(files_[i]);
+    if (channels == 0) {
+      if (options_.on_bad_image == OnBadImage::stop) {
+        throw DataError("cannot decode picture " + in_quotes(files_[i]) + ": neither libjpeg-turbo nor stb_image reads it; " +
+                        bad_image_fix());
+      }
+      continue;
+    }
+    colour += channels >= 3;
+    files_[kept] = files_[i];
+    labels_[kept] = labels_[i];
+    ++kept;
+  }
+  if (kept < files_.size() && options_.warn) {
+    options_.warn("left out " + std::to_string(files_.size() - kept) + " picture(s) of " + in_quotes(split_dir) +
+                  " that do not decode (`on_bad_image` skip)");
+  }
+  files_.resize(kept);
+  labels_.resize(kept);
+  if (files_.empty()) throw DataError("image folder " + in_quotes(split_dir) + " holds no picture that decodes");
+  shape_.channels = options_.channels > 0 ? options_.channels : (colour > 0 ? 3 : 1);
+  if (options_.image_size > 0) {
+    shape_.height = shape_.width = options_.image_size;
+  } else {
+    const Picture first = decode_picture(read_file(files_[0]), in_quotes(files_[0]));
+    shape_.height = first.height;
+    shape_.width = first.width;
+  }
+}
+
+DataInfo ImageFolder::info() const {
+  DataInfo info;
+  info.shape = shape_;
+  info.classes = classes_;
+  return info;
+}
+
+std::vector<uint8_t> ImageFolder::decode(int64_t index) const {
+  const std::filesystem::path& file = files_[static_cast<size_t>(index)];
+  Picture p;
+  try {
+    p = decode_picture(read_file(file), in_quotes(file));
+  } catch (const DataError& e) {
+    throw DataError(std::string(e.what()) + "; " + bad_image_fix());
+  }
+  p = resized(with_channels(p, static_cast<int>(shape_.channels)), static_cast<int>(shape_.width),
+              static_cast<int>(shape_.height));
+  std::vector<uint8_t> chw(static_cast<size_t>(shape_.numel()));
+  to_chw(p, chw.data());
+  return chw;
+}
+
+void ImageFolder::fill(std::span<const int64_t> indices, const Draw&, float* images, int64_t* labels) const {
+  for (size_t b = 0; b < indices.size(); ++b) {
+    const std::vector<uint8_t> chw = decode(indices[b]);
+    float* dst = images + static_cast<int64_t>(b) * shape_.numel();
+    for (size_t p = 0; p < chw.size(); ++p) dst[p] = static_cast<float>(chw[p]) / 255.0f;
+    labels[b] = labels_[static_cast<size_t>(indices[b])];
+  }
+}
+
+InMemoryDataset ImageFolder::load_into_memory(int threads) const {
+  const int64_t n = size(), image = shape_.numel();
+  std::vector<uint8_t> pixels(static_cast<size_t>(n * image));
+  std::vector<char> good(static_cast<size_t>(n), 1);
+  std::atomic<int64_t> next{0};
+  std::mutex failure_mutex;
+  std::string failure;
+  const auto work = [&] {
+    for (int64_t i = next++; i < n; i = next++) {
+      try {
+        const std::vector<uint8_t> chw = decode(i);
+        std::copy(chw.begin(), chw.end(), pixels.begin() + i * image);
+      } catch (const DataError& e) {
+        good[static_cast<size_t>(i)] = 0;
+        const std::lock_guard lock(failure_mutex);
+        if (options_.on_bad_image == OnBadImage::stop && failure.empty()) failure = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (!failure.empty()) throw DataError(failure);
+
+  InMemoryDataset data;
+  data.channels = shape_.channels;
+  data.rows = shape_.height;
+  data.cols = shape_.width;
+  data.class_names = classes_;
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!good[static_cast<size_t>(i)]) {
+      ++dropped;
+      continue;
+    }
+    data.pixels.insert(data.pixels.end(), pixels.begin() + i * image, pixels.begin() + (i + 1) * image);
+    data.labels.push_back(labels_[static_cast<size_t>(i)]);
+  }
+  if (dropped > 0 && options_.warn) {
+    options_.warn("left out " + std::to_string(dropped) + " picture(s) of " + in_quotes(dir_) +
+                  " that do not decode (`on_bad_image` skip)");
+  }
+  if (data.labels.empty()) throw DataError("image folder " + in_quotes(dir_) + " holds no picture that decodes");
+  return data;
+}
+
+}  // namespace dpt::data

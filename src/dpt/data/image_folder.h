@@ -1,0 +1,68 @@
+// An image folder, as torchvision's ImageFolder reads one: one subfolder per class, named
+// after it, holding its pictures, inside train/ and test/:
+//   pets/train/cat/001.jpg  pets/train/dog/002.png  ...  pets/test/cat/101.jpg ...
+// Classes are the train/ subfolders in sorted order; pictures are the files with a picture
+// extension (.jpg .jpeg .png .bmp .gif .tga .pgm .ppm .pnm, any case), sorted by name.
+// Every picture is decoded (data/pictures.h), brought to `channels` (by default: colour if
+// any picture of the split is colour, else grey) and resized to image_size x image_size.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dpt/data/dataset.h"
+#include "dpt/data/in_memory.h"
+
+namespace dpt::data {
+
+enum class OnBadImage { stop, skip };
+
+struct ImageFolderOptions {
+  int64_t image_size = 0;  // the side pictures are resized to; 0: the first picture's size
+  int64_t channels = 0;    // 1 or 3; 0: follow the pictures
+  OnBadImage on_bad_image = OnBadImage::stop;
+  std::function<void(const std::string&)> warn;  // skip: told once how many pictures were dropped
+};
+
+// The pictures of one split folder (`pets/train`), decoded when an example is filled
+// ("streaming": nothing but the file list in memory). Opening reads every picture's
+// header only; load_into_memory() decodes them all once.
+class ImageFolder : public Dataset {
+ public:
+  // `classes`: the training split's (a test split must use them); empty: this folder's own.
+  // Throws DataError for a folder with no class folders, a class folder with no pictures,
+  // a test class the training split lacks, or (on_bad_image stop) a picture whose header
+  // neither decoder reads.
+  ImageFolder(const std::filesystem::path& split_dir, const ImageFolderOptions& options,
+              std::vector<std::string> classes = {});
+
+  int64_t size() const override { return static_cast<int64_t>(files_.size()); }
+  DataInfo info() const override;
+  void fill(std::span<const int64_t> indices, const Draw& draw, float* images, int64_t* labels) const override;
+
+  // Every picture decoded once into memory, on `threads` threads, the same bytes fill()
+  // would read. With on_bad_image skip, pictures that do not decode are dropped (warned
+  // once, with their count); with stop, the first one stops with its name.
+  InMemoryDataset load_into_memory(int threads) const;
+
+  const std::vector<std::filesystem::path>& files() const { return files_; }
+
+ private:
+  // The example's CHW bytes; throws DataError naming the file when it does not decode.
+  std::vector<uint8_t> decode(int64_t index) const;
+
+  std::filesystem::path dir_;
+  ImageFolderOptions options_;
+  std::vector<std::string> classes_;
+  std::vector<std::filesystem::path> files_;
+  std::vector<int64_t> labels_;
+  ImageShape shape_;
+};
+
+// Whether `path` is laid out as an image folder (has train/ with subfolders, or subfolders).
+bool is_image_folder(const std::filesystem::path& path);
+
+}  // namespace dpt::data

@@ -1,0 +1,152 @@
+#include "dpt/data/pictures.h"
+
+#include <stb_image.h>
+#include <stb_image_resize.h>
+#include <turbojpeg.h>
+
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "dpt/data/data_error.h"
+
+namespace dpt::data {
+namespace {
+
+bool is_jpeg(const std::vector<uint8_t>& bytes) { return bytes.size() > 3 && bytes[0] == 0xFF && bytes[1] == 0xD8; }
+
+[[noreturn]] void undecodable(const std::string& source, const std::string& reason) {
+  throw DataError("cannot decode picture " + source + ": " + reason);
+}
+
+// libjpeg-turbo's decompressor; one per thread, since a handle is not shared between threads.
+tjhandle jpeg_decoder() {
+  struct Handle {
+    tjhandle h = tjInitDecompress();
+    ~Handle() {
+      if (h) tjDestroy(h);
+    }
+  };
+  thread_local Handle handle;
+  if (!handle.h) throw std::runtime_error("libjpeg-turbo: cannot create a decompressor");
+  return handle.h;
+}
+
+Picture decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& source) {
+  tjhandle tj = jpeg_decoder();
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsampling,
+                          &colorspace) != 0) {
+    undecodable(source, std::string("libjpeg-turbo: ") + tjGetErrorStr2(tj));
+  }
+  Picture p;
+  p.width = width;
+  p.height = height;
+  p.channels = colorspace == TJCS_GRAY ? 1 : 3;
+  p.pixels.resize(static_cast<size_t>(width) * height * p.channels);
+  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), p.pixels.data(), width, 0, height,
+                    p.channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_ACCURATEDCT) != 0 &&
+      tjGetErrorCode(tj) == TJERR_FATAL) {
+    undecodable(source, std::string("libjpeg-turbo: ") + tjGetErrorStr2(tj));
+  }
+  return p;
+}
+
+Picture decode_stb(const std::vector<uint8_t>& bytes, const std::string& source) {
+  int width = 0, height = 0, channels = 0;
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels, 0),
+      stbi_image_free);
+  if (!pixels) undecodable(source, std::string("stb_image: ") + stbi_failure_reason());
+  Picture p;
+  p.width = width;
+  p.height = height;
+  p.channels = channels;
+  p.pixels.assign(pixels.get(), pixels.get() + static_cast<size_t>(width) * height * channels);
+  return p;
+}
+
+}  // namespace
+
+std::vector<uint8_t> read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) throw DataError("cannot open '" + file.string() + "'; check that it exists and is readable");
+  const std::streamsize size = in.tellg();
+  std::vector<uint8_t> bytes(static_cast<size_t>(size > 0 ? size : 0));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    throw DataError("cannot read '" + file.string() + "'; check that it is readable");
+  }
+  return bytes;
+}
+
+Picture decode_picture(const std::vector<uint8_t>& bytes, const std::string& source) {
+  if (bytes.empty()) undecodable(source, "the file is empty");
+  return is_jpeg(bytes) ? decode_jpeg(bytes, source) : decode_stb(bytes, source);
+}
+
+int picture_channels(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::vector<uint8_t> head(64 * 1024);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (is_jpeg(head)) {
+    int width = 0, height = 0, subsampling = 0, colorspace = 0;
+    if (tjDecompressHeader3(jpeg_decoder(), head.data(), static_cast<unsigned long>(head.size()), &width, &height,
+                            &subsampling, &colorspace) != 0) {
+      return 0;
+    }
+    return colorspace == TJCS_GRAY ? 1 : 3;
+  }
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &channels)) return 0;
+  return channels;
+}
+
+Picture with_channels(const Picture& picture, int channels) {
+  if (picture.channels == channels) return picture;
+  Picture out{picture.width, picture.height, channels, {}};
+  const size_t n = static_cast<size_t>(picture.width) * picture.height;
+  out.pixels.resize(n * channels);
+  const int in = picture.channels;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* src = picture.pixels.data() + i * in;
+    uint8_t* dst = out.pixels.data() + i * channels;
+    if (channels == 1) {
+      dst[0] = in >= 3 ? static_cast<uint8_t>((src[0] * 77 + src[1] * 150 + src[2] * 29) >> 8) : src[0];
+    } else {
+      for (int c = 0; c < 3; ++c) dst[c] = in >= 3 ? src[c] : src[0];
+    }
+  }
+  return out;
+}
+
+Picture resized(const Picture& picture, int width, int height) {
+  if (picture.width == width && picture.height == height) return picture;
+  Picture out{width, height, picture.channels, std::vector<uint8_t>(static_cast<size_t>(width) * height * picture.channels)};
+  if (stbir_resize_uint8(picture.pixels.data(), picture.width, picture.height, 0, out.pixels.data(), width, height, 0,
+                         picture.channels) == 0) {
+    throw std::runtime_error("stb_image_resize cannot resize a " + std::to_string(picture.width) + "x" +
+                             std::to_string(picture.height) + " picture to " + std::to_string(width) + "x" +
+                             std::to_string(height));
+  }
+  return out;
+}
+
+void to_chw(const Picture& p, uint8_t* chw) {
+  const size_t plane = static_cast<size_t>(p.width) * p.height;
+  for (size_t i = 0; i < plane; ++i) {
+    for (int c = 0; c < p.channels; ++c) chw[c * plane + i] = p.pixels[i * p.channels + c];
+  }
+}
+
+Picture from_chw(const uint8_t* chw, int channels, int height, int width) {
+  Picture p{width, height, channels, std::vector<uint8_t>(static_cast<size_t>(width) * height * channels)};
+  const size_t plane = static_cast<size_t>(width) * height;
+  for (size_t i = 0; i < plane; ++i) {
+    for (int c = 0; c < channels; ++c) p.pixels[i * channels + c] = chw[c * plane + i];
+  }
+  return p;
+}
+
+}  // namespace dpt::data

@@ -1,0 +1,39 @@
+// Pictures in files: decoding (JPEG with libjpeg-turbo, PNG, BMP, GIF, TGA, PNM and the
+// rest with stb_image), and the two changes a data set may ask of any 8-bit image:
+// another channel count and another size. Images here are 8-bit, interleaved
+// (height x width x channels) as decoders give them, unless a name says CHW.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dpt::data {
+
+struct Picture {
+  int width = 0, height = 0, channels = 0;  // channels: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA
+  std::vector<uint8_t> pixels;              // height * width * channels, interleaved
+};
+
+// Decodes `bytes` (the file's contents; `source` names it in errors). Throws DataError
+// "cannot decode picture SOURCE: REASON" when the bytes are no picture either decoder reads.
+Picture decode_picture(const std::vector<uint8_t>& bytes, const std::string& source);
+// The file's bytes; throws DataError naming the file when it cannot be read.
+std::vector<uint8_t> read_file(const std::filesystem::path& file);
+// The channel count the file's header declares (reading the header only); 0 when neither
+// decoder recognises it.
+int picture_channels(const std::filesystem::path& file);
+
+// `picture` with `channels` (1 or 3) channels: grey from colour by ITU-R BT.601 luma (as
+// stb_image computes it), colour from grey by copying, alpha dropped.
+Picture with_channels(const Picture& picture, int channels);
+// `picture` resized to width x height (stb_image_resize's default filters: Mitchell when
+// shrinking, Catmull-Rom when enlarging); the same picture when the size already matches.
+Picture resized(const Picture& picture, int width, int height);
+// Writes `picture` in channel-major order (CHW), as data sets hold examples.
+void to_chw(const Picture& picture, uint8_t* chw);
+// The picture of CHW bytes (the inverse of to_chw).
+Picture from_chw(const uint8_t* chw, int channels, int height, int width);
+
+}  // namespace dpt::data
