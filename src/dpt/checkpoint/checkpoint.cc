@@ -1,7 +1,5 @@
 #include "dpt/checkpoint/checkpoint.h"
 
-#include "dpt/data/idx_dataset.h"
-
 #include <zlib.h>
 
 #include <algorithm>

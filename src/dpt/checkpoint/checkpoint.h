@@ -17,7 +17,7 @@
 
 #include "dpt/checkpoint/epoch_stats.h"
 #include "dpt/core/tensor.h"
-#include "dpt/data/idx_dataset.h"
+#include "dpt/data/fashion_mnist.h"
 #include "dpt/parallel/step_result.h"
 
 namespace dpt::checkpoint {

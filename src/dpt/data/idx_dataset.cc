@@ -162,20 +162,4 @@ InMemoryDataset load_fashion_mnist(const std::filesystem::path& dir, Split split
                     "the file is corrupt, reinstall dataset-fashion-mnist");
 }
 
-DataInfo fashion_mnist_info() {
-  DataInfo info;
-  info.shape = kFashionMnistShape;
-  info.classes = class_titles();
-  info.light_on_dark = true;
-  return info;
-}
-
-std::vector<std::string> class_names() {
-  return {"t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"};
-}
-
-std::vector<std::string> class_titles() {
-  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-}
-
 }  // namespace dpt::data

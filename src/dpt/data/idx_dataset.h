@@ -11,15 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "dpt/data/fashion_mnist.h"
 #include "dpt/data/in_memory.h"
 
 namespace dpt::data {
-
-constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
-
-// Fashion-MNIST's images and classes: the lesson's workload.
-inline constexpr ImageShape kFashionMnistShape{1, 28, 28};
-inline constexpr int64_t kFashionMnistClasses = 10;
 
 enum class Split { train, test };
 const char* split_name(Split split);  // "train" / "test"
@@ -38,16 +33,6 @@ InMemoryDataset load_idx(const std::filesystem::path& dir, Split split);
 // The Debian package's Fashion-MNIST: load_idx with Fashion-MNIST's class names and its
 // labels checked against their 10 classes.
 InMemoryDataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
-
-// Fashion-MNIST as a model trained on it records it: 1x28x28, light on dark, class_titles().
-DataInfo fashion_mnist_info();
-
-// The 10 class names, indexed by label: "t-shirt", "trouser", ..., "ankle boot".
-std::vector<std::string> class_names();
-// The 10 class names as the data set's authors write them, indexed by label:
-// "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
-// "Bag", "Ankle boot".
-std::vector<std::string> class_titles();
 
 // Class names read from a text file, one per line (blank lines at the end ignored). Throws
 // DataError naming the file when it cannot be read or holds no name.

@@ -5,6 +5,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace dpt::data {
 namespace {
@@ -104,8 +105,29 @@ bool BatchLoader::next(Batch& out) {
 
   Tensor images = Tensor::empty({count, shape_.channels, shape_.height, shape_.width}, DType::f32);
   Tensor labels = Tensor::empty({count}, DType::i64);
-  const std::span<const int64_t> examples(order_.data() + begin, static_cast<size_t>(count));
-  data_->fill(examples, Draw{seed_, epoch_, augment_}, images.data<float>(), labels.data<int64_t>());
+  const Draw draw{seed_, epoch_, augment_};
+  float* image_out = images.data<float>();
+  int64_t* label_out = labels.data<int64_t>();
+  const int parts = static_cast<int>(std::min<int64_t>(threads_, count));
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(std::max(parts, 1)));
+  for (int part = 0; part < std::max(parts, 1); ++part) {
+    const RowRange rows = shard_rows(count, std::max(parts, 1), part);
+    const auto fill_part = [&, rows, part] {
+      try {
+        data_->fill(std::span<const int64_t>(order_.data() + begin + rows.begin, static_cast<size_t>(rows.size())), draw,
+                    image_out + rows.begin * shape_.numel(), label_out + rows.begin);
+      } catch (...) {
+        errors[static_cast<size_t>(part)] = std::current_exception();
+      }
+    };
+    if (part + 1 < parts) helpers.emplace_back(fill_part);
+    else fill_part();
+  }
+  for (std::thread& t : helpers) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
   out.images = std::move(images);
   out.labels = std::move(labels);
   out.global_size = global_count;

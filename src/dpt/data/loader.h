@@ -68,6 +68,10 @@ class BatchLoader {
   int64_t shard_index() const { return shard_index_; }
   int64_t shard_count() const { return shard_count_; }
 
+  // Fills each batch on `threads` threads at once (each a contiguous part of the batch):
+  // what decoding an image folder per batch needs. The batch is the same for any count.
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+
   void start_epoch(int64_t epoch) { seek(epoch, 0); }
   // Positions the loader before batch `batch_index` (0..num_batches()) of `epoch` (>= 0);
   // throws std::out_of_range otherwise.
@@ -90,6 +94,7 @@ class BatchLoader {
   int64_t shard_index_ = 0;
   int64_t shard_count_ = 1;
   int64_t shard_chunk_ = 1;
+  int threads_ = 1;
   std::vector<int64_t> order_;
 };
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
@@ -190,6 +191,8 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   const Checkpointer checkpointer(model, settings, run, train_data.size(), data_info);
   LoopState state = run.resume ? resume(model, settings, run, train_data.size(), data_info) : LoopState{};
   data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed, /*augment=*/true);
+  // Filling a batch (decoding pictures, augmenting) runs between steps, on every core.
+  loader.set_threads(static_cast<int>(std::thread::hardware_concurrency()));
   if (const auto [index, count] = model.data_shard(); count > 1) loader.set_shard(index, count, std::max<int64_t>(model.deterministic_chunk(), 1));
   LoopResult result;
   const auto stop_requested = [&] { return model.agree_on_stop(run.stop_signal ? run.stop_signal() : 0); };
