@@ -44,7 +44,8 @@ constexpr std::array kFieldFlags{
     FieldFlag{"test_split", "--test-split"},
     FieldFlag{"cifar_labels", "--cifar-labels"},
     FieldFlag{"on_bad_image", "--on-bad-image"},
-    FieldFlag{"image_loading", "--image-loading"},
+    FieldFlag{"data_cache", "--data-cache"},
+    FieldFlag{"prefetch", "--prefetch"},
     FieldFlag{"random_crop", "--random-crop"},
     FieldFlag{"hflip", "--hflip"},
     FieldFlag{"normalize", "--normalize"},
@@ -141,9 +142,9 @@ void add_data_flags(CLI::App& cmd, data::DataOptions& d) {
                          "with the count)",
                          data::kOnBadImages))
       ->capture_default_str();
-  cmd.add_option(flag("image_loading"), d.image_loading,
-                 listing("An image folder's pictures: decoded once into memory, or decoded for every batch",
-                         data::kImageLoadings))
+  cmd.add_option(flag("data_cache"), d.data_cache,
+                 "MiB of an image folder's decoded pictures kept in memory, per process; pictures past it are "
+                 "decoded for every batch (0: all of them)")
       ->capture_default_str();
 }
 
@@ -215,6 +216,9 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                   listing("Gradient allreduce algorithm between devices", train::kAllreduces))
       ->capture_default_str();
   train.add_option(flag("cores"), j.cores, "CPU cores to split between the CPU devices")->capture_default_str();
+  train.add_option(flag("prefetch"), j.prefetch,
+                 "Training batches decoded and augmented ahead of the step, on a thread of their own (0: none)")
+      ->capture_default_str();
   train.add_option(flag("metrics_file"), j.metrics_file, "Write one JSON line per epoch to this file");
   train.add_option(flag("plot_file"), j.plot_file,
                    "Draw train loss, train acc and test acc per epoch into this SVG file");

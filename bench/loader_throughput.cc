@@ -1,7 +1,7 @@
 // Decode plus augment, in images per second: one pass of the seeded loader over an image
-// folder streamed from its files (every picture decoded for its batch, as
-// --image-loading stream trains), with a random crop, a flip and a normalization, on
-// --threads threads. bench/loader_throughput.sh runs it beside torchvision's ImageFolder.
+// folder streamed from its files (every picture decoded for its batch, as --data-cache 0
+// trains), with a random crop, a flip and a normalization, on --threads threads, one
+// batch prefetched. bench/loader_throughput.sh runs it beside torchvision's ImageFolder.
 //   usage: loader_throughput FOLDER [--size N] [--threads N] [--batch N] [--passes N]
 #include <chrono>
 #include <cstdio>
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   dpt::data::DataOptions options;
   options.data_dir = argv[1];
   options.data_format = "folder";
-  options.image_loading = "stream";
+  options.data_cache = 0;  // every pass decodes, as torchvision's does
   options.random_crop = 4;
   options.hflip = true;
   options.test_split = 0;
@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
       loaded.train, {dpt::data::normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f})});
   dpt::data::BatchLoader loader(*data, batch, /*shuffle=*/true, 0, /*augment=*/true);
   loader.set_threads(threads);
+  loader.set_prefetch(1);
   double best = 0;
   for (int pass = 0; pass < passes; ++pass) {
     loader.start_epoch(pass);

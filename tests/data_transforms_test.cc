@@ -1,7 +1,8 @@
 // The Dataset interface's contracts: transforms (a flip twice is the identity, a crop
 // keeps the shape, normalized statistics are about 0 and 1, what an example becomes does
 // not depend on the batch, the shard or the pass that reads it), the in-memory data set
-// built from tensors, held-out splits, the .npy parser and picture decoding.
+// built from tensors, held-out splits, the .npy parser, picture decoding, the prefetching
+// loader (the same batches as without it) and an image folder's cache (the same floats).
 #include <gtest/gtest.h>
 #include <stb_image_write.h>
 
@@ -10,6 +11,7 @@
 #include <numeric>
 
 #include "dpt/data/data_error.h"
+#include "dpt/data/image_folder.h"
 #include "dpt/data/in_memory.h"
 #include "dpt/data/loader.h"
 #include "dpt/data/numpy.h"
@@ -187,6 +189,118 @@ TEST(Pictures, PngRoundTripAndChannels) {
   } catch (const DataError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("cannot decode picture junk.png: stb_image: ", 0), 0u) << e.what();
   }
+}
+
+
+// Every batch of two epochs, with a seek into the middle of the second: what a resumed
+// training loop asks for.
+std::vector<std::vector<float>> loader_pass(const Dataset& data, int prefetch, int threads, int64_t shard, int64_t shards) {
+  BatchLoader loader(data, 2, /*shuffle=*/true, /*seed=*/3, /*augment=*/true);
+  loader.set_threads(threads);
+  if (shards > 1) loader.set_shard(shard, shards);
+  loader.set_prefetch(prefetch);
+  std::vector<std::vector<float>> out;
+  Batch b;
+  for (const auto& [epoch, at] : {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {1, 3}, {2, 5}}) {
+    loader.seek(epoch, at);
+    for (int taken = 0; taken < 4 && loader.next(b); ++taken) {
+      const float* p = b.images.data<float>();
+      std::vector<float> batch(p, p + b.images.numel());
+      const int64_t* l = b.labels.data<int64_t>();
+      for (int64_t i = 0; i < b.labels.numel(); ++i) batch.push_back(static_cast<float>(l[i]));
+      out.push_back(std::move(batch));
+    }
+  }
+  return out;
+}
+
+TEST(Prefetch, GivesTheBatchesTheLoaderWouldFill) {
+  const auto data = transformed(numbered(61), {random_crop(2), hflip()});
+  const auto plain = loader_pass(*data, 0, 1, 0, 1);
+  ASSERT_EQ(plain.size(), 16u);  // 4 batches of 2 from each of the 4 positions
+  EXPECT_EQ(loader_pass(*data, 1, 1, 0, 1), plain);
+  EXPECT_EQ(loader_pass(*data, 3, 2, 0, 1), plain);
+  EXPECT_EQ(loader_pass(*data, 2, 2, 1, 2), loader_pass(*data, 0, 1, 1, 2));  // a shard, too
+}
+
+// A data set whose example 5 cannot be filled.
+class Failing : public Dataset {
+ public:
+  int64_t size() const override { return 20; }
+  DataInfo info() const override { return {{1, 1, 1}, {"a"}, false, {}, {}}; }
+  void fill(std::span<const int64_t> indices, const Draw&, float* images, int64_t* labels) const override {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] == 5) throw DataError("example 5 is broken");
+      images[i] = 0, labels[i] = 0;
+    }
+  }
+};
+
+TEST(Prefetch, AFailingBatchThrowsFromNext) {
+  const Failing data;
+  BatchLoader loader(data, 4, /*shuffle=*/false, 0);
+  loader.set_prefetch(2);
+  Batch b;
+  EXPECT_TRUE(loader.next(b));  // examples 0..3
+  try {
+    loader.next(b);
+    FAIL() << "the batch holding example 5 was filled";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "example 5 is broken");
+  }
+}
+
+// A folder of 12 coloured 9 x 7 PNG pictures in two classes, each one's pixels unlike the others'.
+std::filesystem::path picture_folder() {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / "dpt_folder_cache_test";
+  std::filesystem::remove_all(root);
+  for (int i = 0; i < 12; ++i) {
+    const std::filesystem::path dir = root / (i % 2 ? "odd" : "even");
+    std::filesystem::create_directories(dir);
+    std::vector<uint8_t> rgb(9 * 7 * 3);
+    for (size_t p = 0; p < rgb.size(); ++p) rgb[p] = static_cast<uint8_t>((p * 13 + static_cast<size_t>(i) * 29) % 256);
+    stbi_write_png((dir / (std::to_string(i) + ".png")).c_str(), 9, 7, 3, rgb.data(), 9 * 3);
+  }
+  return root;
+}
+
+TEST(ImageFolderCache, HoldsWhatFitsAndFillsTheSameFloats) {
+  const std::filesystem::path root = picture_folder();
+  const ImageFolder streamed(root, {});
+  ImageFolderOptions cached_options;
+  cached_options.cache_bytes = 5 * 9 * 7 * 3 + 10;  // room for 5 pictures
+  const ImageFolder cached(root, cached_options);
+  EXPECT_EQ(streamed.cacheable_examples(), 0);
+  EXPECT_EQ(cached.cacheable_examples(), 5);
+  EXPECT_EQ(cached.shape().str(), "3x7x9");
+  // Three passes on 2 threads: the first fills the cache, the others read it.
+  const auto reference = loader_pass(streamed, 0, 1, 0, 1);
+  EXPECT_EQ(loader_pass(cached, 2, 2, 0, 1), reference);
+  EXPECT_EQ(loader_pass(cached, 0, 1, 0, 1), reference);
+  std::filesystem::remove_all(root);
+}
+
+TEST(ImageFolderCache, APictureCutShortIsFoundWhenOpened) {
+  const std::filesystem::path root = picture_folder();
+  const std::filesystem::path cut = root / "odd" / "1.png";
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 20);
+  EXPECT_FALSE(picture_ends_whole(cut));
+  EXPECT_TRUE(picture_ends_whole(root / "odd" / "3.png"));
+  try {
+    const ImageFolder folder(root, {});
+    FAIL() << "a cut PNG was taken";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot decode picture '" + cut.string() +
+                                         "': the file ends before the picture does (cut short); remove it, or pass "
+                                         "`on_bad_image` skip to leave such pictures out");
+  }
+  ImageFolderOptions skip;
+  skip.on_bad_image = OnBadImage::skip;
+  std::string warned;
+  skip.warn = [&](const std::string& m) { warned = m; };
+  EXPECT_EQ(ImageFolder(root, skip).size(), 11);
+  EXPECT_EQ(warned, "left out 1 picture(s) of '" + root.string() + "' that do not decode (`on_bad_image` skip)");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ const char* phase_name(Phase phase) {
   switch (phase) {
     case Phase::iteration: return "iteration";
     case Phase::data: return "data";
+    case Phase::prefetch: return "prefetch";
     case Phase::step: return "step";
     case Phase::guard: return "guard";
     case Phase::update: return "update";

@@ -18,7 +18,8 @@ namespace dpt::trace {
 // What a span measures. The category decides where the timeline draws it.
 enum class Phase {
   iteration,         // host: one update, from its first batch to its update
-  data,              // host: cutting the next batch (shuffled gather of images and labels)
+  data,              // host: waiting for the next batch (or cutting it, without prefetch)
+  prefetch,          // data lane: filling a batch ahead of the step (decode, augment)
   step,              // host: scatter, every device's forward/backward/allreduce, the figures
   guard,             // host: the divergence check of the step's loss and gradients
   update,            // device: the optimizer step on its replica
@@ -36,7 +37,9 @@ const char* phase_name(Phase phase);
 Category phase_category(Phase phase);
 const char* category_name(Category category);
 
-// Lane numbers: the host loop is 0, device i's worker 2i + 1, its communication thread 2i + 2.
+// Lane numbers: the host loop is 0, device i's worker 2i + 1, its communication thread 2i + 2;
+// the loader's prefetch thread -1 (drawn above the host).
+constexpr int data_lane = -1;
 constexpr int host_lane = 0;
 constexpr int device_lane(int device) { return 2 * device + 1; }
 constexpr int communication_lane(int device) { return 2 * device + 2; }

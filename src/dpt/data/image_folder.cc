@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <mutex>
-#include <thread>
 
 #include "dpt/data/data_error.h"
 #include "dpt/data/pictures.h"
@@ -78,10 +76,12 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
   size_t kept = 0;
   for (size_t i = 0; i < files_.size(); ++i) {
     const int channels = picture_channels(files_[i]);
-    if (channels == 0) {
+    const char* problem = channels == 0                     ? "neither libjpeg-turbo nor stb_image reads it"
+                          : !picture_ends_whole(files_[i]) ? "the file ends before the picture does (cut short)"
+                                                           : nullptr;
+    if (problem) {
       if (options_.on_bad_image == OnBadImage::stop) {
-        throw DataError("cannot decode picture " + in_quotes(files_[i]) + ": neither libjpeg-turbo nor stb_image reads it; " +
-                        bad_image_fix());
+        throw DataError("cannot decode picture " + in_quotes(files_[i]) + ": " + problem + "; " + bad_image_fix());
       }
       continue;
     }
@@ -105,6 +105,8 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
     shape_.height = first.height;
     shape_.width = first.width;
   }
+  const int64_t slots = std::min(size(), std::max<int64_t>(options_.cache_bytes, 0) / shape_.numel());
+  if (slots > 0) cache_ = std::make_shared<Cache>(slots, shape_.numel());
 }
 
 DataInfo ImageFolder::info() const {
@@ -120,7 +122,9 @@ std::vector<uint8_t> ImageFolder::decode(int64_t index) const {
   try {
     p = decode_picture(read_file(file), in_quotes(file));
   } catch (const DataError& e) {
-    throw DataError(std::string(e.what()) + "; " + bad_image_fix());
+    // Found only now, when its batch is filled: `on_bad_image` skip acts when the folder is
+    // opened (a header that does not read, a file cut short), so this stops either way.
+    throw DataError(std::string(e.what()) + "; remove or replace it");
   }
   p = resized(with_channels(p, static_cast<int>(shape_.channels)), static_cast<int>(shape_.width),
               static_cast<int>(shape_.height));
@@ -129,60 +133,49 @@ std::vector<uint8_t> ImageFolder::decode(int64_t index) const {
   return chw;
 }
 
-void ImageFolder::fill(std::span<const int64_t> indices, const Draw&, float* images, int64_t* labels) const {
-  for (size_t b = 0; b < indices.size(); ++b) {
-    const std::vector<uint8_t> chw = decode(indices[b]);
-    float* dst = images + static_cast<int64_t>(b) * shape_.numel();
-    for (size_t p = 0; p < chw.size(); ++p) dst[p] = static_cast<float>(chw[p]) / 255.0f;
-    labels[b] = labels_[static_cast<size_t>(indices[b])];
+// Slot i holds example i's CHW bytes once state[i] is filled (release/acquire pairs the
+// bytes with the flag); claimed marks the one writer.
+struct ImageFolder::Cache {
+  enum : uint8_t { empty, claimed, filled };
+  Cache(int64_t slots, int64_t bytes_each)
+      : slots(slots),
+        bytes_each(bytes_each),
+        bytes(std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(slots * bytes_each))),
+        state(std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(slots))) {}
+  const int64_t slots;
+  const int64_t bytes_each;
+  std::unique_ptr<uint8_t[]> bytes;  // not zeroed: pages are touched only as slots fill
+  std::unique_ptr<std::atomic<uint8_t>[]> state;
+};
+
+int64_t ImageFolder::cacheable_examples() const { return cache_ ? cache_->slots : 0; }
+
+const uint8_t* ImageFolder::pixels(int64_t index, std::vector<uint8_t>& scratch) const {
+  if (!cache_ || index >= cache_->slots) {
+    scratch = decode(index);
+    return scratch.data();
   }
+  std::atomic<uint8_t>& state = cache_->state[static_cast<size_t>(index)];
+  uint8_t* slot = cache_->bytes.get() + index * cache_->bytes_each;
+  if (state.load(std::memory_order_acquire) == Cache::filled) return slot;
+  scratch = decode(index);
+  uint8_t expected = Cache::empty;
+  if (state.compare_exchange_strong(expected, Cache::claimed, std::memory_order_acquire)) {
+    std::copy(scratch.begin(), scratch.end(), slot);
+    state.store(Cache::filled, std::memory_order_release);
+  }
+  return scratch.data();
 }
 
-InMemoryDataset ImageFolder::load_into_memory(int threads) const {
-  const int64_t n = size(), image = shape_.numel();
-  std::vector<uint8_t> pixels(static_cast<size_t>(n * image));
-  std::vector<char> good(static_cast<size_t>(n), 1);
-  std::atomic<int64_t> next{0};
-  std::mutex failure_mutex;
-  std::string failure;
-  const auto work = [&] {
-    for (int64_t i = next++; i < n; i = next++) {
-      try {
-        const std::vector<uint8_t> chw = decode(i);
-        std::copy(chw.begin(), chw.end(), pixels.begin() + i * image);
-      } catch (const DataError& e) {
-        good[static_cast<size_t>(i)] = 0;
-        const std::lock_guard lock(failure_mutex);
-        if (options_.on_bad_image == OnBadImage::stop && failure.empty()) failure = e.what();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(threads, 1); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (!failure.empty()) throw DataError(failure);
-
-  InMemoryDataset data;
-  data.channels = shape_.channels;
-  data.rows = shape_.height;
-  data.cols = shape_.width;
-  data.class_names = classes_;
-  int64_t dropped = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!good[static_cast<size_t>(i)]) {
-      ++dropped;
-      continue;
-    }
-    data.pixels.insert(data.pixels.end(), pixels.begin() + i * image, pixels.begin() + (i + 1) * image);
-    data.labels.push_back(labels_[static_cast<size_t>(i)]);
+void ImageFolder::fill(std::span<const int64_t> indices, const Draw&, float* images, int64_t* labels) const {
+  std::vector<uint8_t> scratch;
+  const int64_t numel = shape_.numel();
+  for (size_t b = 0; b < indices.size(); ++b) {
+    const uint8_t* chw = pixels(indices[b], scratch);
+    float* dst = images + static_cast<int64_t>(b) * numel;
+    for (int64_t p = 0; p < numel; ++p) dst[p] = static_cast<float>(chw[p]) / 255.0f;
+    labels[b] = labels_[static_cast<size_t>(indices[b])];
   }
-  if (dropped > 0 && options_.warn) {
-    options_.warn("left out " + std::to_string(dropped) + " picture(s) of " + in_quotes(dir_) +
-                  " that do not decode (`on_bad_image` skip)");
-  }
-  if (data.labels.empty()) throw DataError("image folder " + in_quotes(dir_) + " holds no picture that decodes");
-  return data;
 }
 
 }  // namespace dpt::data

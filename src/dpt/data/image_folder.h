@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dpt/data/dataset.h"
-#include "dpt/data/in_memory.h"
 
 namespace dpt::data {
 
@@ -24,12 +24,17 @@ struct ImageFolderOptions {
   int64_t image_size = 0;  // the side pictures are resized to; 0: the first picture's size
   int64_t channels = 0;    // 1 or 3; 0: follow the pictures
   OnBadImage on_bad_image = OnBadImage::stop;
+  // Decoded pictures are kept in memory up to this many bytes (the examples of the lowest
+  // indices, as uint8, when first filled); the rest are decoded for every batch. 0: none.
+  int64_t cache_bytes = 0;
   std::function<void(const std::string&)> warn;  // skip: told once how many pictures were dropped
 };
 
-// The pictures of one split folder (`pets/train`), decoded when an example is filled
-// ("streaming": nothing but the file list in memory). Opening reads every picture's
-// header only; load_into_memory() decodes them all once.
+// The pictures of one split folder (`pets/train`), decoded when an example is first
+// filled: opening reads every picture's header only, so a process decodes only the
+// examples it is asked for (under mpirun, its own shards). Filled examples stay in the
+// cache while it has room, and are decoded again for every batch past it. fill() may run
+// on several threads at once: a cache slot is written by the one thread that claims it.
 class ImageFolder : public Dataset {
  public:
   // `classes`: the training split's (a test split must use them); empty: this folder's own.
@@ -43,16 +48,16 @@ class ImageFolder : public Dataset {
   DataInfo info() const override;
   void fill(std::span<const int64_t> indices, const Draw& draw, float* images, int64_t* labels) const override;
 
-  // Every picture decoded once into memory, on `threads` threads, the same bytes fill()
-  // would read. With on_bad_image skip, pictures that do not decode are dropped (warned
-  // once, with their count); with stop, the first one stops with its name.
-  InMemoryDataset load_into_memory(int threads) const;
-
   const std::vector<std::filesystem::path>& files() const { return files_; }
+  // How many examples (the first ones) the cache holds room for.
+  int64_t cacheable_examples() const;
 
  private:
+  struct Cache;
   // The example's CHW bytes; throws DataError naming the file when it does not decode.
   std::vector<uint8_t> decode(int64_t index) const;
+  // The example's CHW bytes, from the cache or decoded into `scratch` (and cached if room).
+  const uint8_t* pixels(int64_t index, std::vector<uint8_t>& scratch) const;
 
   std::filesystem::path dir_;
   ImageFolderOptions options_;
@@ -60,6 +65,7 @@ class ImageFolder : public Dataset {
   std::vector<std::filesystem::path> files_;
   std::vector<int64_t> labels_;
   ImageShape shape_;
+  std::shared_ptr<Cache> cache_;  // null without a cache_bytes budget
 };
 
 // Whether `path` is laid out as an image folder (has train/ with subfolders, or subfolders).

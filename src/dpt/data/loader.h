@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <random>
 #include <vector>
 
 #include "dpt/core/tensor.h"
@@ -42,6 +44,13 @@ int64_t chunks_in(int64_t rows, int64_t chunk);
 // same with every standard library.
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
 
+// SplitMix64's finaliser: spreads nearby inputs (seed 1 vs 2, epoch 3 vs 4) into unrelated
+// generator seeds. The one seed mixer of the shuffle and of the random transforms.
+uint64_t mix64(uint64_t x);
+// Uniform in [0, n) from the generator's raw output, unbiased by rejection (the standard
+// fixes mt19937_64's output but not the distributions' algorithms).
+uint64_t uniform_below(std::mt19937_64& rng, uint64_t n);
+
 class BatchLoader {
  public:
   // `data` is held by reference and must outlive the loader (datasets are large and
@@ -50,6 +59,10 @@ class BatchLoader {
   // Training loaders shuffle and `augment` (random transforms draw); evaluation's do neither.
   BatchLoader(const Dataset& data, int64_t batch_size, bool shuffle, uint64_t seed, bool augment = false);
   BatchLoader(Dataset&&, int64_t, bool, uint64_t, bool = false) = delete;  // would dangle
+  // Movable (a moved loader starts its prefetching afresh at its next next()), not copyable.
+  BatchLoader(BatchLoader&&) noexcept = default;
+  BatchLoader& operator=(BatchLoader&&) noexcept = default;
+  ~BatchLoader();
 
   int64_t num_examples() const { return size_; }
   // The last batch is kept even if partial: 60000 examples at 256 give 235 batches.
@@ -70,7 +83,14 @@ class BatchLoader {
 
   // Fills each batch on `threads` threads at once (each a contiguous part of the batch):
   // what decoding an image folder per batch needs. The batch is the same for any count.
+  // Call before the first next().
   void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+
+  // Prepares up to `depth` batches ahead of next(), on a thread of its own (trace lane
+  // "data"), in the order next() will ask for them, so decoding and augmenting overlap the
+  // step; 0 (the default): next() fills its batch itself. The batches are the same either
+  // way. Call before the first next(); set_shard and set_threads must come first.
+  void set_prefetch(int depth);
 
   void start_epoch(int64_t epoch) { seek(epoch, 0); }
   // Positions the loader before batch `batch_index` (0..num_batches()) of `epoch` (>= 0);
@@ -82,6 +102,19 @@ class BatchLoader {
   bool next(Batch& out);
 
  private:
+  struct Prefetcher;
+  // Owns the prefetch thread, which reads the loader it was started by: a move leaves it
+  // behind with the moved-from loader (stopped when that one goes) and starts empty.
+  struct PrefetchSlot {
+    std::unique_ptr<Prefetcher> running;
+    PrefetchSlot();
+    PrefetchSlot(PrefetchSlot&&) noexcept;
+    PrefetchSlot& operator=(PrefetchSlot&&) noexcept;
+    ~PrefetchSlot();
+  };
+  // Batch `offset` of `epoch`, whose visiting order is `order`: a pure function of them.
+  Batch make(int64_t epoch, int64_t offset, const std::vector<int64_t>& order) const;
+
   const Dataset* data_;
   ImageShape shape_;
   int64_t size_;
@@ -95,7 +128,10 @@ class BatchLoader {
   int64_t shard_count_ = 1;
   int64_t shard_chunk_ = 1;
   int threads_ = 1;
-  std::vector<int64_t> order_;
+  int prefetch_depth_ = 0;
+  // Shared with the prefetch thread, which may still read the previous epoch's order.
+  std::shared_ptr<const std::vector<int64_t>> order_;
+  PrefetchSlot prefetcher_;  // started by the first next() with prefetch on
 };
 
 }  // namespace dpt::data

@@ -4,6 +4,7 @@
 #include <stb_image_resize.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -101,6 +102,32 @@ int picture_channels(const std::filesystem::path& file) {
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &channels)) return 0;
   return channels;
+}
+
+bool picture_ends_whole(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in.tellg();
+  if (size < 8) return true;  // too short to be either: the header check names it
+  std::vector<uint8_t> head(8);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(head.data()), 8);
+  const std::streamoff tail_size = std::min<std::streamoff>(size, 64);
+  std::vector<uint8_t> tail(static_cast<size_t>(tail_size));
+  in.seekg(size - tail_size);
+  in.read(reinterpret_cast<char*>(tail.data()), tail_size);
+  if (!in) return true;
+  static constexpr uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (std::equal(head.begin(), head.end(), png_signature)) {
+    static constexpr uint8_t iend[8] = {'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};  // type and CRC
+    return tail.size() >= 8 && std::equal(tail.end() - 8, tail.end(), iend);
+  }
+  if (is_jpeg(head)) {
+    for (size_t i = 0; i + 1 < tail.size(); ++i) {
+      if (tail[i] == 0xFF && tail[i + 1] == 0xD9) return true;
+    }
+    return false;
+  }
+  return true;
 }
 
 Picture with_channels(const Picture& picture, int channels) {

@@ -83,19 +83,17 @@ Splits load_folder(const DataOptions& o) {
   options.channels = o.channels;
   options.on_bad_image = o.on_bad_image == "skip" ? OnBadImage::skip : OnBadImage::stop;
   options.warn = o.warn;
-  const auto open = [&](const fs::path& dir, const ImageFolderOptions& opts,
-                        std::vector<std::string> classes) -> std::shared_ptr<const Dataset> {
-    auto folder = std::make_shared<ImageFolder>(dir, opts, std::move(classes));
-    if (o.image_loading == "stream") return folder;
-    return std::make_shared<InMemoryDataset>(folder->load_into_memory(o.threads));
-  };
-  Splits s{open(split_folders ? root / "train" : root, options, {}), nullptr, "folder"};
+  // The budget goes to the training split first, the test split gets what is left.
+  options.cache_bytes = o.data_cache * (int64_t{1} << 20);
+  auto train = std::make_shared<ImageFolder>(split_folders ? root / "train" : root, options);
+  Splits s{train, nullptr, "folder"};
   if (split_folders && fs::is_directory(root / "test", ec)) {
     ImageFolderOptions test_options = options;  // the test pictures take the training split's shape
-    const DataInfo train = s.train->info();
-    test_options.image_size = train.shape.height;
-    test_options.channels = train.shape.channels;
-    s.test = open(root / "test", test_options, train.classes);
+    const DataInfo info = train->info();
+    test_options.image_size = info.shape.height;
+    test_options.channels = info.shape.channels;
+    test_options.cache_bytes = std::max<int64_t>(options.cache_bytes - train->cacheable_examples() * info.shape.numel(), 0);
+    s.test = std::make_shared<ImageFolder>(root / "test", test_options, info.classes);
   }
   return s;
 }
@@ -126,7 +124,7 @@ void validate(const DataOptions& o) {
   if (!one_of(o.data_format, kDataFormats)) throw bad_choice("data_format", o.data_format, kDataFormats);
   if (!one_of(o.cifar_labels, kCifarLabels)) throw bad_choice("cifar_labels", o.cifar_labels, kCifarLabels);
   if (!one_of(o.on_bad_image, kOnBadImages)) throw bad_choice("on_bad_image", o.on_bad_image, kOnBadImages);
-  if (!one_of(o.image_loading, kImageLoadings)) throw bad_choice("image_loading", o.image_loading, kImageLoadings);
+  if (o.data_cache < 0) throw ConfigError("data_cache", "`data_cache` must be >= 0 MiB (0: decode every batch), got " + std::to_string(o.data_cache));
   if (o.image_size < 0) throw ConfigError("image_size", "`image_size` must be >= 0 (0: as stored), got " + std::to_string(o.image_size));
   if (o.channels != 0 && o.channels != 1 && o.channels != 3) {
     throw ConfigError("channels", "`channels` must be 1 (grey), 3 (colour) or 0 (as stored), got " + std::to_string(o.channels));

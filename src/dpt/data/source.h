@@ -20,7 +20,6 @@ namespace dpt::data {
 inline constexpr std::array<std::string_view, 5> kDataFormats{"auto", "idx", "cifar", "folder", "numpy"};
 inline constexpr std::array<std::string_view, 2> kCifarLabels{"fine", "coarse"};
 inline constexpr std::array<std::string_view, 2> kOnBadImages{"stop", "skip"};
-inline constexpr std::array<std::string_view, 2> kImageLoadings{"memory", "stream"};
 
 // Field names are what messages call them (`image_size`), as in train::JobConfig.
 struct DataOptions {
@@ -31,7 +30,7 @@ struct DataOptions {
   double test_split = 0;                   // held out of the training data where no test split exists
   std::string cifar_labels = "fine";       // kCifarLabels: CIFAR-100's label set
   std::string on_bad_image = "stop";       // kOnBadImages: an image folder's undecodable pictures
-  std::string image_loading = "memory";    // kImageLoadings: an image folder decoded once, or per batch
+  int64_t data_cache = 2048;               // MiB of an image folder's decoded pictures kept, per process
   int64_t train_limit = 0;                 // the first N examples of a split; 0: all
   int64_t test_limit = 0;
   // Training-time augmentation, and normalization by the training split's channel statistics.
@@ -39,7 +38,6 @@ struct DataOptions {
   bool hflip = false;
   bool normalize = false;
   uint64_t seed = 0;                       // of the held-out split
-  int threads = 1;                         // decoding an image folder into memory
   std::function<void(const std::string&)> warn;
 };
 

@@ -5,20 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/data/loader.h"
+
 namespace dpt::data {
 namespace {
-
-// SplitMix64's finaliser: nearby (seed, epoch, example) triples get unrelated streams.
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// A draw in [0, n) from the generator's raw output (the standard fixes mt19937_64's
-// output but not the distributions'); the bias for the small n used here is below 2^-50.
-int64_t below(std::mt19937_64& rng, int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint64_t>(n)); }
 
 class RandomCrop : public Transform {
  public:
@@ -27,7 +17,9 @@ class RandomCrop : public Transform {
   }
   bool random() const override { return true; }
   void apply(float* image, const ImageShape& s, std::mt19937_64& rng) const override {
-    const int64_t dy = below(rng, 2 * padding_ + 1) - padding_, dx = below(rng, 2 * padding_ + 1) - padding_;
+    const uint64_t window = static_cast<uint64_t>(2 * padding_ + 1);
+    const int64_t dy = static_cast<int64_t>(uniform_below(rng, window)) - padding_;
+    const int64_t dx = static_cast<int64_t>(uniform_below(rng, window)) - padding_;
     std::vector<float> plane(static_cast<size_t>(s.height * s.width));
     for (int64_t c = 0; c < s.channels; ++c) {
       float* channel = image + c * s.height * s.width;
@@ -50,7 +42,7 @@ class HFlip : public Transform {
  public:
   bool random() const override { return true; }
   void apply(float* image, const ImageShape& s, std::mt19937_64& rng) const override {
-    if (below(rng, 2) == 0) return;
+    if (uniform_below(rng, 2) == 0) return;
     for (int64_t row = 0; row < s.channels * s.height; ++row) std::reverse(image + row * s.width, image + (row + 1) * s.width);
   }
 };

@@ -131,6 +131,9 @@ void validate(const RunOptions& run) {
     const std::string field = run.resume ? "resume" : "checkpoint_every";
     throw ConfigError(field, "`" + field + "` needs `checkpoint_dir`");
   }
+  if (run.prefetch < 0) {
+    throw ConfigError("prefetch", "`prefetch` must be >= 0 batches (0: none), got " + std::to_string(run.prefetch));
+  }
 }
 
 }  // namespace dpt::train

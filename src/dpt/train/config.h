@@ -50,6 +50,7 @@ struct JobConfig {
   data::DataOptions data;        // where the data comes from and what happens to it (data/source.h)
   std::string allreduce = "ring";  // kAllreduces
   int cores = parallel::available_cores();
+  int prefetch = 2;  // training batches filled ahead of the step; 0: none
   std::string metrics_file;      // empty: none
   std::string plot_file;         // empty: none
   std::string checkpoint_dir;    // empty: no checkpoints

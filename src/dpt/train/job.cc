@@ -56,7 +56,6 @@ parallel::ProcessGroup join_job(JobConfig& job, std::optional<parallel::MpiRunti
 data::LoadedData load_job_data(const JobConfig& job, const JobHooks& hooks) {
   data::DataOptions options = job.data;
   options.seed = job.seed;
-  options.threads = std::max(1, job.cores);
   options.warn = [&hooks](const std::string& message) {
     std::fprintf(stderr, "dptrain: warning: %s\n", worded(hooks, message).c_str());
   };
@@ -76,6 +75,7 @@ RunOptions run_options(const JobConfig& job) {
   run.keep_checkpoints = job.keep_checkpoints;
   run.resume = job.resume;
   run.on_nan = parse_on_nan(job.on_nan);
+  run.prefetch = job.prefetch;
   run.stop_signal = stop_signal;
   return run;
 }

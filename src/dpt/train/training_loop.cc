@@ -194,6 +194,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   // Filling a batch (decoding pictures, augmenting) runs between steps, on every core.
   loader.set_threads(static_cast<int>(std::thread::hardware_concurrency()));
   if (const auto [index, count] = model.data_shard(); count > 1) loader.set_shard(index, count, std::max<int64_t>(model.deterministic_chunk(), 1));
+  loader.set_prefetch(run.prefetch);  // the step's `data` span is then the wait for it
   LoopResult result;
   const auto stop_requested = [&] { return model.agree_on_stop(run.stop_signal ? run.stop_signal() : 0); };
 

@@ -90,6 +90,7 @@ struct RunOptions {
   int keep_checkpoints = 2;      // the newest ones; older ones are deleted
   bool resume = false;           // continue from the newest usable checkpoint in checkpoint_dir
   OnNan on_nan = OnNan::stop;
+  int prefetch = 2;  // training batches filled ahead of the step (BatchLoader::set_prefetch)
   // Multi-process: after every epoch, stop when a rank's replica differs from rank 0's
   // (off only in tests that measure what a broken allreduce does to accuracy).
   bool check_replicas = true;
