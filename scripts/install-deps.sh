@@ -24,10 +24,11 @@ packages=(
   # OpenMP teams on LLVM's runtime with its Archer tool (libomp-14-dev ships both).
   clang libclang-rt-14-dev libomp-14-dev
 )
-# The benchmark's peer (PyTorch on CPU) with OpenBLAS behind it: Debian's default
-# libblas.so.3 is the reference BLAS, which would make the peer ~2x slower than it is.
+# The benchmarks' peers (PyTorch on CPU, torchvision's ImageFolder and DataLoader) with
+# OpenBLAS behind them: Debian's default libblas.so.3 is the reference BLAS, which would
+# make the peer ~2x slower than it is.
 if [[ "${DPT_WITH_BENCH_PEER:-0}" == 1 ]]; then
-  packages+=(python3-torch python3-numpy libopenblas0-openmp)
+  packages+=(python3-torch python3-torchvision python3-numpy libopenblas0-openmp)
 fi
 
 missing=()

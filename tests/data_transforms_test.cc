@@ -145,8 +145,11 @@ std::vector<uint8_t> npy(const std::string& descr, const std::string& shape, con
   std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size()), 0};
-  bytes.insert(bytes.end(), header.begin(), header.end());
+  std::string raw("\x93NUMPY\x01\x00", 8);
+  raw += static_cast<char>(header.size());
+  raw += '\0';
+  raw += header;
+  std::vector<uint8_t> bytes(raw.begin(), raw.end());
   bytes.insert(bytes.end(), values.begin(), values.end());
   return bytes;
 }

@@ -20,6 +20,11 @@ using FreeBlocks = std::unordered_map<size_t, std::vector<void*>>;
 
 // More blocks of one size than a training step keeps alive at once on one device.
 constexpr size_t kBlocksKeptPerThread = 16;
+// Blocks larger than any core's caches gain nothing from staying with the thread that
+// freed it, and 16 of them would idle gigabytes there (a 224x224 colour batch of 256 is
+// 154 MB, made by the loader's prefetch thread and freed by the training loop's): they go
+// to the shared cache, where the thread that allocates them finds them.
+constexpr size_t kLargestPerThreadBlock = size_t{32} << 20;
 
 // Blocks no thread holds: those of threads that have ended. Leaked on purpose: tensors in
 // static objects may be freed after it would be destroyed.
@@ -83,10 +88,12 @@ int64_t host_blocks_from_system() { return blocks_from_system.load(std::memory_o
 void release_host(void* block, size_t bytes) {
   if (!block) return;
   const size_t size = bucket_size(bytes);
-  std::vector<void*>& own = thread_cache().free_blocks[size];
-  if (own.size() < kBlocksKeptPerThread) {
-    own.push_back(block);
-    return;
+  if (size <= kLargestPerThreadBlock) {
+    std::vector<void*>& own = thread_cache().free_blocks[size];
+    if (own.size() < kBlocksKeptPerThread) {
+      own.push_back(block);
+      return;
+    }
   }
   // A thread that frees more blocks of a size than it reuses (tensors another thread made)
   // passes the rest on, so the thread that allocates them finds them in the shared cache.

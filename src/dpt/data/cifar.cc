@@ -11,8 +11,6 @@ namespace {
 
 constexpr int64_t kSide = 32, kChannels = 3, kImageBytes = kChannels * kSide * kSide;
 
-std::string in_quotes(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
 struct Layout {
   std::vector<std::filesystem::path> files;
   std::filesystem::path names;

@@ -3,7 +3,9 @@
 // print it as-is and stop; callers need not add context.
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
+#include <string>
 
 namespace dpt::data {
 
@@ -11,5 +13,14 @@ class DataError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// 'path', as every data message quotes a file. Appended rather than "'" + path + "'",
+// which trips GCC 12's -Wrestrict false positive (GCC bug 105329).
+inline std::string in_quotes(const std::filesystem::path& path) {
+  std::string quoted = "'";
+  quoted += path.string();
+  quoted += '\'';
+  return quoted;
+}
 
 }  // namespace dpt::data

@@ -32,8 +32,6 @@ std::string hex(std::initializer_list<uint8_t> bytes) {
   return out;
 }
 
-std::string in_quotes(const std::filesystem::path& file) { return "'" + file.string() + "'"; }
-
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& cause_and_fix) {
   throw DataError("IDX file " + in_quotes(file) + ": " + cause_and_fix);
 }

@@ -12,8 +12,6 @@
 namespace dpt::data {
 namespace {
 
-std::string in_quotes(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
-
 // What the messages call the data: the Debian package's hint only helps with Fashion-MNIST.
 struct Naming {
   std::string noun;  // "Fashion-MNIST" or "IDX"

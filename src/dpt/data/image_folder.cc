@@ -10,8 +10,6 @@
 namespace dpt::data {
 namespace {
 
-std::string in_quotes(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
 bool is_picture(const std::filesystem::path& file) {
   std::string ext = file.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -126,7 +124,7 @@ std::vector<uint8_t> ImageFolder::decode(int64_t index) const {
     // opened (a header that does not read, a file cut short), so this stops either way.
     throw DataError(std::string(e.what()) + "; remove or replace it");
   }
-  p = resized(with_channels(p, static_cast<int>(shape_.channels)), static_cast<int>(shape_.width),
+  p = resized(with_channels(std::move(p), static_cast<int>(shape_.channels)), static_cast<int>(shape_.width),
               static_cast<int>(shape_.height));
   std::vector<uint8_t> chw(static_cast<size_t>(shape_.numel()));
   to_chw(p, chw.data());

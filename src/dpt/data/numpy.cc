@@ -13,8 +13,6 @@
 namespace dpt::data {
 namespace {
 
-std::string in_quotes(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);

@@ -130,7 +130,8 @@ bool picture_ends_whole(const std::filesystem::path& file) {
   return true;
 }
 
-Picture with_channels(const Picture& picture, int channels) {
+// By value: a picture that already has the channels (or size) is moved through, not copied.
+Picture with_channels(Picture picture, int channels) {
   if (picture.channels == channels) return picture;
   Picture out{picture.width, picture.height, channels, {}};
   const size_t n = static_cast<size_t>(picture.width) * picture.height;
@@ -148,7 +149,7 @@ Picture with_channels(const Picture& picture, int channels) {
   return out;
 }
 
-Picture resized(const Picture& picture, int width, int height) {
+Picture resized(Picture picture, int width, int height) {
   if (picture.width == width && picture.height == height) return picture;
   Picture out{width, height, picture.channels, std::vector<uint8_t>(static_cast<size_t>(width) * height * picture.channels)};
   if (stbir_resize_uint8(picture.pixels.data(), picture.width, picture.height, 0, out.pixels.data(), width, height, 0,

@@ -31,10 +31,10 @@ bool picture_ends_whole(const std::filesystem::path& file);
 
 // `picture` with `channels` (1 or 3) channels: grey from colour by ITU-R BT.601 luma (as
 // stb_image computes it), colour from grey by copying, alpha dropped.
-Picture with_channels(const Picture& picture, int channels);
+Picture with_channels(Picture picture, int channels);
 // `picture` resized to width x height (stb_image_resize's default filters: Mitchell when
 // shrinking, Catmull-Rom when enlarging); the same picture when the size already matches.
-Picture resized(const Picture& picture, int width, int height);
+Picture resized(Picture picture, int width, int height);
 // Writes `picture` in channel-major order (CHW), as data sets hold examples.
 void to_chw(const Picture& picture, uint8_t* chw);
 // The picture of CHW bytes (the inverse of to_chw).

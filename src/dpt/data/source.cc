@@ -17,8 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string in_quotes(const fs::path& p) { return "'" + p.string() + "'"; }
-
 bool one_of(std::string_view text, std::span<const std::string_view> choices) {
   for (std::string_view c : choices) {
     if (c == text) return true;
@@ -49,9 +47,9 @@ InMemoryDataset conform(InMemoryDataset data, const DataOptions& o) {
   const int64_t in_image = data.channels * data.rows * data.cols, out_image = channels * side_h * side_w;
   std::vector<uint8_t> out(static_cast<size_t>(data.size() * out_image));
   for (int64_t i = 0; i < data.size(); ++i) {
-    const Picture p = from_chw(data.pixels.data() + i * in_image, static_cast<int>(data.channels),
+    Picture p = from_chw(data.pixels.data() + i * in_image, static_cast<int>(data.channels),
                                static_cast<int>(data.rows), static_cast<int>(data.cols));
-    to_chw(resized(with_channels(p, static_cast<int>(channels)), static_cast<int>(side_w), static_cast<int>(side_h)),
+    to_chw(resized(with_channels(std::move(p), static_cast<int>(channels)), static_cast<int>(side_w), static_cast<int>(side_h)),
            out.data() + i * out_image);
   }
   data.pixels = std::move(out);

@@ -103,7 +103,7 @@ InputImage preprocess(const data::Picture& picture, const data::DataInfo& data, 
   out.height = picture.height;
   data::Picture p = data::with_channels(picture, static_cast<int>(s.channels));
   if (data.light_on_dark && s.channels == 1) p = light_on_dark_square(p, out.inverted);
-  p = data::resized(p, static_cast<int>(s.width), static_cast<int>(s.height));
+  p = data::resized(std::move(p), static_cast<int>(s.width), static_cast<int>(s.height));
   std::vector<uint8_t> chw(static_cast<size_t>(s.numel()));
   data::to_chw(p, chw.data());
   out.pixels = scaled(chw.data(), data);
