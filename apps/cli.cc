@@ -14,6 +14,7 @@
 #include "dpt/nn/init.h"
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
+#include "dpt/optim/optimizer.h"
 #include "dpt/train/job.h"
 
 namespace dpt::cli {
@@ -33,7 +34,12 @@ constexpr std::array kFieldFlags{
     FieldFlag{"epochs", "--epochs"},
     FieldFlag{"batch_size", "--batch-size"},
     FieldFlag{"lr", "--lr"},
+    FieldFlag{"optimizer", "--optimizer"},
     FieldFlag{"momentum", "--momentum"},
+    FieldFlag{"nesterov", "--nesterov"},
+    FieldFlag{"beta1", "--beta1"},
+    FieldFlag{"beta2", "--beta2"},
+    FieldFlag{"eps", "--eps"},
     FieldFlag{"weight_decay", "--weight-decay"},
     FieldFlag{"init", "--init"},
     FieldFlag{"seed", "--seed"},
@@ -192,8 +198,20 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                  "--api concise: BatchNorm normalizes with the statistics of the whole global batch (summed over "
                  "the devices every step, forward and backward), as one device holding the batch would; without "
                  "it each device uses its own shard's");
+  train
+      .add_option(flag("optimizer"), j.optimizer,
+                  listing("sgd (the lesson's, with --momentum and --nesterov), adam, or adamw (decoupled weight "
+                          "decay); adam and adamw need --api concise and a smaller --lr, such as 0.001",
+                          optim::kOptimizers))
+      ->capture_default_str();
   train.add_option(flag("momentum"), j.momentum, "SGD momentum (--api concise)")->capture_default_str();
-  train.add_option(flag("weight_decay"), j.weight_decay, "L2 weight decay (--api concise)")->capture_default_str();
+  train.add_flag(flag("nesterov"), j.nesterov, "SGD with Nesterov momentum (--api concise, --momentum > 0)");
+  train.add_option(flag("weight_decay"), j.weight_decay,
+                   "Weight decay: L2 for sgd and adam, decoupled for adamw (--api concise)")
+      ->capture_default_str();
+  train.add_option(flag("beta1"), j.beta1, "Adam's decay of the gradient's mean (adam, adamw)")->capture_default_str();
+  train.add_option(flag("beta2"), j.beta2, "Adam's decay of the gradient's square (adam, adamw)")->capture_default_str();
+  train.add_option(flag("eps"), j.eps, "Adam's term added to the denominator (adam, adamw)")->capture_default_str();
   train
       .add_option(flag("init"), j.init,
                   listing("Weight init (--api concise): lesson = N(0, 0.01^2), kaiming, xavier", nn::kInits))

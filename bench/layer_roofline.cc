@@ -157,7 +157,7 @@ std::vector<Row> lenet_rows(int64_t batch) {
   Tensor f2 = Tensor::empty({batch, 800});  // flatten: the plain form of pool2's output
   f2.copy_from(p2.out);
   const Tensor l3 = ops::cpu::linear_forward(f2, p[4], p[5]);
-  const Tensor r3 = ops::cpu::relu_forward(l3);
+  const Tensor r3 = ops::cpu::activation_forward(l3, ops::Activation::relu);
   const Tensor l4 = ops::cpu::linear_forward(r3, p[6], p[7]);
 
   const double conv1 = 2 * B * 20 * 26 * 26 * 1 * 9 / 1e9, conv2 = 2 * B * 50 * 8 * 8 * 20 * 25 / 1e9;
@@ -190,7 +190,7 @@ std::vector<Row> lenet_rows(int64_t batch) {
   const Tensor gw2 = Tensor::empty({50, 20, 5, 5}), gb2 = Tensor::empty({50});
   const Tensor gw1 = Tensor::empty({20, 1, 3, 3}), gb1 = Tensor::empty({20});
   const Tensor gr3 = ops::cpu::linear_backward_data(gl4, p[6], {batch, 128});
-  const Tensor gl3 = ops::cpu::relu_backward(gr3, l3);
+  const Tensor gl3 = ops::cpu::activation_backward(gr3, l3, ops::Activation::relu);
   const Tensor gc2_pooled = ops::cpu::linear_backward_data(gl3, p[4], {batch, 800});
   Tensor gp2 = Tensor::empty({batch, 50, 4, 4});
   gp2.copy_from(gc2_pooled);

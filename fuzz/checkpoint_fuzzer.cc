@@ -31,7 +31,7 @@ void check_round_trip(const Checkpoint& c) {
   if (again.model != c.model || again.seed != c.seed || again.batch_size != c.batch_size ||
       again.position.global_step != c.position.global_step || again.history.size() != c.history.size() ||
       !same_tensors(again.params, c.params) || !same_tensors(again.buffers, c.buffers) ||
-      !same_tensors(again.momentum, c.momentum)) {
+      !same_tensors(again.optimizer_state, c.optimizer_state)) {
     __builtin_trap();
   }
 }

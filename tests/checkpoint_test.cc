@@ -48,7 +48,9 @@ Checkpoint sample(int64_t global_step = 7) {
   c.history = {e};
   c.params = {{"W1", {2, 3}, {1, -2, 3.5f, 0, 1e-30f, -0.0f}}, {"b1", {2}, {0.25f, 7}}};
   c.buffers = {{"bn.running_mean", {2}, {0.5f, 0.75f}}};
-  c.momentum = {{"W1", {2, 3}, {6, 5, 4, 3, 2, 1}}};
+  c.optimizer = "adamw";
+  c.optimizer_steps = 7;
+  c.optimizer_state = {{"exp_avg/W1", {2, 3}, {6, 5, 4, 3, 2, 1}}, {"exp_avg_sq/W1", {2, 3}, {1, 2, 3, 4, 5, 6}}};
   return c;
 }
 
@@ -92,7 +94,13 @@ TEST(CheckpointFormat, RoundTripsEveryField) {
   // Bit for bit, signed zero and denormal-range values included.
   EXPECT_EQ(std::memcmp(back.params[0].values.data(), c.params[0].values.data(), 6 * sizeof(float)), 0);
   EXPECT_EQ(back.buffers[0].name, "bn.running_mean");
-  EXPECT_EQ(back.momentum[0].values, c.momentum[0].values);
+  ASSERT_EQ(back.optimizer_state.size(), 2u);
+  EXPECT_EQ(back.optimizer, "adamw");
+  EXPECT_EQ(back.optimizer_steps, 7);
+  EXPECT_EQ(back.optimizer_state[0].name, "exp_avg/W1");
+  EXPECT_EQ(back.optimizer_state[1].name, "exp_avg_sq/W1");
+  EXPECT_EQ(back.optimizer_state[0].values, c.optimizer_state[0].values);
+  EXPECT_EQ(back.optimizer_state[1].values, c.optimizer_state[1].values);
   EXPECT_EQ(checkpoint::digest(back.params), checkpoint::digest(c.params));
 }
 

@@ -297,8 +297,9 @@ TEST(CudaOps, SgdWithAndWithoutMomentum) {
     const Tensor v_cpu = momentum ? Tensor::zeros({100}) : Tensor();
     const Tensor v_gpu = momentum ? Tensor::zeros({100}, DType::f32, kGpu) : Tensor();
     for (const bool first : {true, false}) {
-      cpu_kernels().sgd_update(p_cpu, grad, v_cpu, 0.1f, 0.9f, 0.01f, first);
-      gpu_kernels().sgd_update(p_gpu, on_gpu(grad), v_gpu, 0.1f, 0.9f, 0.01f, first);
+      const ops::SgdStep step{0.1f, 0.9f, 0.01f, first, /*nesterov=*/false};
+      cpu_kernels().sgd_update(p_cpu, grad, v_cpu, step);
+      gpu_kernels().sgd_update(p_gpu, on_gpu(grad), v_gpu, step);
     }
     expect_close(p_gpu, p_cpu, 1e-6f, momentum ? "sgd with momentum" : "sgd");
   }

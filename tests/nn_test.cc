@@ -357,13 +357,13 @@ TEST(InitWeights, ParseInit) {
 TEST(SGD, MomentumAndWeightDecayMatchTheHandComputedSteps) {
   Tensor p = Tensor::from_vector({1.0f, -2.0f, 0.5f}, {3}).set_requires_grad(true);
   optim::SGD sgd(std::vector<Tensor>{p}, {/*lr=*/0.1f, /*momentum=*/0.9f, /*weight_decay=*/0.01f});
-  EXPECT_FALSE(sgd.momentum_buffer(0, 0).defined());
+  EXPECT_FALSE(sgd.state(0, 0, 0).defined());
 
   // Step 1: d = g1 + 0.01 p0 = [0.5 + 0.01, 0.25 - 0.02, -1 + 0.005] = [0.51, 0.23, -0.995];
   // v = d (first step); p1 = p0 - 0.1 v = [0.949, -2.023, 0.5995].
   set_grad(p, {0.5f, 0.25f, -1.0f});
   sgd.step();
-  expect_floats_near(sgd.momentum_buffer(0, 0).to_vector(), {0.51, 0.23, -0.995}, 1e-6);
+  expect_floats_near(sgd.state(0, 0, 0).to_vector(), {0.51, 0.23, -0.995}, 1e-6);
   expect_floats_near(p.to_vector(), {0.949, -2.023, 0.5995}, 1e-6);
 
   // Step 2: d = g2 + 0.01 p1 = [-0.2 + 0.00949, 0.1 - 0.02023, 0.3 + 0.005995]
@@ -374,7 +374,7 @@ TEST(SGD, MomentumAndWeightDecayMatchTheHandComputedSteps) {
   //                 = [0.922151, -2.051677, 0.6584505].
   set_grad(p, {-0.2f, 0.1f, 0.3f});
   sgd.step();
-  expect_floats_near(sgd.momentum_buffer(0, 0).to_vector(), {0.26849, 0.28677, -0.589505}, 1e-6);
+  expect_floats_near(sgd.state(0, 0, 0).to_vector(), {0.26849, 0.28677, -0.589505}, 1e-6);
   expect_floats_near(p.to_vector(), {0.922151, -2.051677, 0.6584505}, 1e-6);
   // step() leaves the gradient to zero_grad(), as PyTorch does.
   EXPECT_TRUE(p.grad().defined());
@@ -392,7 +392,7 @@ TEST(SGD, WithoutMomentumEachStepIsPlainGradientDescent) {
   set_grad(p, {-0.2f, 0.1f, 0.3f});
   sgd.step();
   expect_floats_near(p.to_vector(), {0.968051, -2.030977, 0.5689005}, 1e-6);
-  EXPECT_FALSE(sgd.momentum_buffer(0, 0).defined()) << "momentum 0 keeps no buffer";
+  EXPECT_FALSE(sgd.state(0, 0, 0).defined()) << "momentum 0 keeps no buffer";
 }
 
 TEST(SGD, SkipsParametersWithoutGradientAndStepsEveryReplicaAlike) {
@@ -413,10 +413,10 @@ TEST(SGD, SkipsParametersWithoutGradientAndStepsEveryReplicaAlike) {
     expect_floats_near(replicas[r][0].to_vector(), {0.922151, -2.051677, 0.6584505}, 1e-6);
     // No gradient: no weight decay either, and no momentum buffer.
     EXPECT_EQ(replicas[r][1].to_vector(), std::vector<float>{4.0f});
-    EXPECT_FALSE(sgd.momentum_buffer(r, 1).defined());
+    EXPECT_FALSE(sgd.state(0, r, 1).defined());
   }
   // Each replica keeps its own momentum buffer.
-  EXPECT_NE(&sgd.momentum_buffer(0, 0).storage(), &sgd.momentum_buffer(1, 0).storage());
+  EXPECT_NE(&sgd.state(0, 0, 0).storage(), &sgd.state(0, 1, 0).storage());
   EXPECT_EQ(replicas[0][0].to_vector(), replicas[1][0].to_vector());
 }
 
@@ -433,7 +433,7 @@ TEST(SGD, RejectsBadOptionsWithAClearMessage) {
                           "learning rate must be a finite number >= 0, got -0.500000");
   EXPECT_INVALID_ARGUMENT(optim::SGD(params, {NAN, 0.0f, 0.0f}), "learning rate must be a finite number >= 0");
   EXPECT_INVALID_ARGUMENT(optim::SGD(std::vector<std::vector<Tensor>>{params, {}}, {0.1f, 0.0f, 0.0f}),
-                          "replicas with different parameters");
+                          "optimizer: the replicas hold different numbers of parameters");
   // The edges that are allowed.
   EXPECT_NO_THROW(optim::SGD(params, {0.0f, 0.0f, 0.0f}));
   EXPECT_NO_THROW(optim::SGD(params, {0.1f, 0.99f, 0.0f}));

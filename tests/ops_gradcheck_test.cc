@@ -580,6 +580,41 @@ TEST(GradCheck, Relu) {
                          {away_from_zero({3, 2, 4, 5}, 40)});
 }
 
+// The other activations against finite differences (they are smooth: any input will do),
+// on a 4-D tensor, a blocked conv output and a 2-D one, and their values against <cmath>.
+class ActivationGradCheck : public testing::TestWithParam<ops::Activation> {};
+
+TEST_P(ActivationGradCheck, MatchesFiniteDifferences) {
+  const ops::Activation a = GetParam();
+  expect_gradients_match([a](const std::vector<Tensor>& in) { return ops::activation(in[0], a); },
+                         {random_tensor({3, 2, 4, 5}, 44, 3.0f)});
+  expect_gradients_match([a](const std::vector<Tensor>& in) { return ops::activation(in[0], a); },
+                         {random_tensor({6, 7}, 45, 3.0f)});
+  expect_gradients_match(
+      [a](const std::vector<Tensor>& in) { return ops::activation(ops::conv2d(in[0], in[1], in[2], 1, 1), a); },
+      {random_tensor({2, 3, 6, 6}, 46), random_tensor({16, 3, 3, 3}, 47), random_tensor({16}, 48)});
+}
+
+TEST_P(ActivationGradCheck, ValuesMatchTheDefinition) {
+  const ops::Activation a = GetParam();
+  const Tensor x = random_tensor({5, 9}, 49, 4.0f);
+  const std::vector<float> y = ops::activation(x, a).to_vector(), in = x.to_vector();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const double v = in[i];
+    const double want = a == ops::Activation::sigmoid ? 1.0 / (1.0 + std::exp(-v))
+                        : a == ops::Activation::tanh  ? std::tanh(v)
+                        : a == ops::Activation::gelu  ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                                                      : std::max(v, 0.0);
+    EXPECT_NEAR(y[i], want, 2e-6) << ops::activation_name(a) << "(" << v << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Smooth, ActivationGradCheck,
+                         testing::Values(ops::Activation::sigmoid, ops::Activation::tanh, ops::Activation::gelu),
+                         [](const testing::TestParamInfo<ops::Activation>& info) {
+                           return std::string(ops::activation_name(info.param));
+                         });
+
 TEST(GradCheck, LinearWithBias) {
   expect_gradients_match([](const std::vector<Tensor>& in) { return ops::linear(in[0], in[1], in[2]); },
                          {random_tensor({4, 6}, 41), random_tensor({5, 6}, 42), random_tensor({5}, 43)});

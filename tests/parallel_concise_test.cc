@@ -191,7 +191,7 @@ TEST_P(ConciseEquivalenceTest, ThreeMomentumStepsOnNDevicesMatchThePlainModule) 
         expect_replicas_bit_identical(net.replica_parameters(), "parameter");
         std::vector<std::vector<Tensor>> velocities(static_cast<size_t>(devices));
         for (int r = 0; r < devices; ++r) {
-          for (size_t i = 0; i < initial.size(); ++i) velocities[r].push_back(sgd.momentum_buffer(r, i));
+          for (size_t i = 0; i < initial.size(); ++i) velocities[r].push_back(sgd.state(0, r, i));
         }
         expect_replicas_bit_identical(velocities, "momentum buffer");
         const std::vector<std::vector<float>> now = snapshot(net.replica_parameters()[0]);

@@ -159,15 +159,17 @@ namespace {
 
 struct ConciseRun {
   std::unique_ptr<parallel::DataParallel> net;
-  std::unique_ptr<optim::SGD> optimizer;
+  std::unique_ptr<optim::Optimizer> optimizer;
 };
 
-ConciseRun concise_lenet(int devices) {
+ConciseRun concise_lenet(int devices, const std::string& optimizer = "sgd") {
   std::unique_ptr<nn::Module> module = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*module, nn::Init::kaiming, 9);
   ConciseRun run;
   run.net = std::make_unique<parallel::DataParallel>(std::move(module), parallel::cpu_devices(devices));
-  run.optimizer = std::make_unique<optim::SGD>(run.net->replica_parameters(), optim::SgdOptions{0.05f, 0.9f, 1e-4f});
+  optim::OptimizerSettings settings{0.05f, 0.9f, false, 1e-4f};
+  if (optimizer != "sgd") settings = {.lr = 2e-3f, .weight_decay = 0.01f};
+  run.optimizer = optim::make_optimizer(optimizer, run.net->replica_parameters(), settings);
   return run;
 }
 
@@ -206,6 +208,31 @@ TEST(ConciseResume, MomentumAndPositionSurviveAStopBitForBit) {
   ASSERT_EQ(resumed.epochs.size(), 2u);
   EXPECT_EQ(resumed.epochs[1].train_loss, whole_history.epochs[1].train_loss);
   EXPECT_EQ(resumed.epochs[1].test_acc, whole_history.epochs[1].test_acc);
+}
+
+// Adam's moments and its step count (its bias correction) come back from the checkpoint.
+TEST(ConciseResume, AdamWStateSurvivesAStopBitForBit) {
+  ConciseRun whole = concise_lenet(2, "adamw");
+  train::train(*whole.net, *whole.optimizer, train_subset(), test_subset(), concise_config(fresh_dir("w_whole")));
+
+  ConciseRun first = concise_lenet(2, "adamw");
+  train::ConciseConfig config = concise_config(fresh_dir("w_parts"));
+  config.run.stop_signal = stop_after(11);
+  EXPECT_THROW(train::train(*first.net, *first.optimizer, train_subset(), test_subset(), config),
+               train::TrainingInterrupted);
+  ConciseRun second = concise_lenet(2, "adamw");
+  config.run.stop_signal = {};
+  config.run.resume = true;
+  train::train(*second.net, *second.optimizer, train_subset(), test_subset(), config);
+  EXPECT_EQ(second.optimizer->steps(), whole.optimizer->steps());
+  for (size_t r = 0; r < 2; ++r) {
+    expect_bitwise_equal(second.net->replica(r).parameters(), whole.net->replica(r).parameters());
+  }
+
+  ConciseRun other = concise_lenet(2, "adam");  // the checkpoint is AdamW's
+  EXPECT_THAT(error_of<checkpoint::CheckpointError>(
+                  [&] { train::train(*other.net, *other.optimizer, train_subset(), test_subset(), config); }),
+              HasSubstr("was written with optimizer adamw, this run uses adam"));
 }
 
 TEST(ConciseResume, RefusesAScratchCheckpoint) {

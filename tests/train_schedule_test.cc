@@ -275,7 +275,7 @@ TEST(ScheduleResume, ConciseCosineResumesBitForBit) {
   auto whole = concise_lenet(2);
   optim::SGD whole_sgd(whole->replica_parameters(), {0.1f, 0.9f, 0.0f});
   train::train(*whole, whole_sgd, train_subset(), test_subset(), config(""));
-  EXPECT_LT(whole_sgd.options().lr, 0.1f * 0.2f) << "the last step's lr is the cosine's";
+  EXPECT_LT(whole_sgd.lr(), 0.1f * 0.2f) << "the last step's lr is the cosine's";
 
   const auto dir = fresh_dir("concise");
   auto first = concise_lenet(2);

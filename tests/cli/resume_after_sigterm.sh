@@ -51,7 +51,14 @@ final_step=$((10#$(sed 's/step-\([0-9]*\).ckpt/\1/' <<<"$final")))
 # deadline but ctest's; the resumed run then asks for the uninterrupted run's epochs.
 "${common[@]}" --epochs 1000 --checkpoint-dir "$work/parts" --metrics "$work/parts.jsonl" >"$work/first.log" 2>&1 &
 pid=$!
-until [[ -e $work/parts/$(printf 'step-%09d.ckpt' "$stop_step") ]]; do
+# The newest checkpoint's step: with --keep-checkpoints the one of stop_step may already be
+# gone again when a fast run is looked at, so "stop_step or later" is what is waited for.
+newest_step() {
+  local f
+  f=$(ls "$work/parts"/step-*.ckpt 2>/dev/null | tail -1)
+  [[ -n $f ]] && echo $((10#$(basename "$f" | sed 's/step-\([0-9]*\).ckpt/\1/'))) || echo -1
+}
+until (($(newest_step) >= stop_step)); do
   kill -0 "$pid" 2>/dev/null || fail "the run to interrupt ended before writing the checkpoint of step $stop_step" \
     "$work/first.log"
   sleep 0.05

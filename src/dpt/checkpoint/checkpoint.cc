@@ -202,6 +202,8 @@ std::string metadata_json(const Checkpoint& c) {
       {"warmup_epochs", c.warmup_epochs},
       {"lr_scaling", c.lr_scaling},
       {"accumulate", c.accumulate},
+      {"optimizer", c.optimizer},
+      {"optimizer_steps", c.optimizer_steps},
       {"train_examples", c.train_examples},
       {"data", data_json(c.data)},
       {"devices", c.devices},
@@ -229,6 +231,8 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     c.warmup_epochs = meta.value("warmup_epochs", int64_t{0});
     c.lr_scaling = meta.value("lr_scaling", std::string("none"));
     c.accumulate = meta.value("accumulate", int64_t{1});
+    c.optimizer = meta.value("optimizer", std::string("sgd"));
+    c.optimizer_steps = meta.value("optimizer_steps", int64_t{0});
     c.train_examples = meta.at("train_examples").get<int64_t>();
     c.data = meta.contains("data") ? data_from(meta.at("data")) : data::fashion_mnist_info();
     c.devices = meta.at("devices").get<std::vector<std::string>>();
@@ -262,10 +266,11 @@ std::vector<uint8_t> encode(const Checkpoint& c) {
   const std::string meta = metadata_json(c);
   body.put(static_cast<uint64_t>(meta.size()));
   body.put_bytes(meta.data(), meta.size());
-  body.put(static_cast<uint32_t>(c.params.size() + c.buffers.size() + c.momentum.size()));
+  body.put(static_cast<uint32_t>(c.params.size() + c.buffers.size() + c.optimizer_state.size()));
   for (const NamedTensor& t : c.params) put_tensor(body, "param/" + t.name, t);
   for (const NamedTensor& t : c.buffers) put_tensor(body, "buffer/" + t.name, t);
-  for (const NamedTensor& t : c.momentum) put_tensor(body, "momentum/" + t.name, t);
+  for (const NamedTensor& t : c.optimizer_state) put_tensor(body, t.name, t);  // already "SLOT/..."
+
 
   Writer file;
   file.put_bytes(kMagic, sizeof(kMagic));
@@ -317,8 +322,9 @@ Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source) {
       c.params.push_back(std::move(t));
     } else if (group == "buffer") {
       c.buffers.push_back(std::move(t));
-    } else if (group == "momentum") {
-      c.momentum.push_back(std::move(t));
+    } else if (std::find(std::begin(kOptimizerSlots), std::end(kOptimizerSlots), group) != std::end(kOptimizerSlots)) {
+      t.name = group + "/" + t.name;
+      c.optimizer_state.push_back(std::move(t));
     } else {
       damaged(source, "unknown tensor group '" + group + "'");
     }

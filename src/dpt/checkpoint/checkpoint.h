@@ -1,6 +1,6 @@
 // Checkpoint: everything an interrupted training run needs to continue exactly where it
 // stopped: the parameters and buffers (one replica's: every replica holds the same),
-// the optimizer's momentum, the data loader's position, the epoch's running sums and
+// the optimizer's state, the data loader's position, the epoch's running sums and
 // the history of finished epochs. Parameters are stored by name in plain row-major f32,
 // independent of the devices that wrote them, so a checkpoint written on N devices loads
 // on M.
@@ -70,15 +70,26 @@ struct Checkpoint {
   double epoch_seconds = 0;     // training time of the current epoch so far
   std::vector<EpochStats> history;
 
+  // The optimizer (optim/optimizer.h: "sgd", "adam", "adamw") and its updates so far;
+  // files written before it was recorded read as SGD's.
+  std::string optimizer = "sgd";
+  int64_t optimizer_steps = 0;
+
   std::vector<NamedTensor> params;
-  std::vector<NamedTensor> buffers;   // e.g. BatchNorm running statistics
-  std::vector<NamedTensor> momentum;  // named after their parameters; absent before the first step
+  std::vector<NamedTensor> buffers;  // e.g. BatchNorm running statistics
+  // The optimizer's per-parameter state, named "SLOT/PARAMETER" (momentum/W1, exp_avg/W1,
+  // exp_avg_sq/W1); a parameter not yet stepped has none.
+  std::vector<NamedTensor> optimizer_state;
 };
+
+// The slots optimizer_state may hold (optim/optimizer.h's).
+inline constexpr const char* kOptimizerSlots[] = {"momentum", "exp_avg", "exp_avg_sq"};
 
 // The file format, version 1, little-endian:
 //   "DPTCKPT\n"  u32 version  u64 body_bytes  body  u32 crc32(everything before it)
 //   body: u64 json_bytes, the metadata as JSON, u32 tensor count, then per tensor
-//         u32 name_bytes, name ("param/...", "buffer/...", "momentum/..."), u32 ndim,
+//         u32 name_bytes, name ("param/...", "buffer/...", "momentum/...", "exp_avg/...",
+//         "exp_avg_sq/..."), u32 ndim,
 //         i64 dims[ndim], f32 values[numel]
 inline constexpr uint32_t kFormatVersion = 1;
 

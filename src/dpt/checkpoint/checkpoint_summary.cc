@@ -61,7 +61,9 @@ std::string summary(const Checkpoint& c) {
   out += "params: " + std::to_string(c.params.size()) + " tensors, " + std::to_string(values) + " values\n";
   out += "params digest: " + digest(c.params) + "\n";
   out += "buffers digest: " + digest(c.buffers) + " (" + std::to_string(c.buffers.size()) + " tensors)\n";
-  out += "momentum digest: " + digest(c.momentum) + " (" + std::to_string(c.momentum.size()) + " tensors)\n";
+  out += "optimizer: " + c.optimizer + ", " + std::to_string(c.optimizer_steps) + " updates\n";
+  out += "optimizer state digest: " + digest(c.optimizer_state) + " (" + std::to_string(c.optimizer_state.size()) +
+         " tensors)\n";
   return out;
 }
 

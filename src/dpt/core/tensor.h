@@ -89,6 +89,8 @@ class Tensor {
   static Tensor from_storage(std::shared_ptr<Storage> storage, const Shape& shape, DType dtype, Device device);
 
   bool defined() const { return impl_ != nullptr; }
+  // Whether both handles are the same tensor (not merely equal values).
+  bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
   const Shape& shape() const { return impl_->shape_; }
   int64_t dim(int i) const;  // size of axis i; negative i counts from the end
   int64_t numel() const { return shape_numel(impl_->shape_); }

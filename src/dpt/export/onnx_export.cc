@@ -98,6 +98,14 @@ class GraphBuilder {
       node("Relu", path, {input}, out);
       return out;
     }
+    if (dynamic_cast<const nn::Sigmoid*>(&module)) {
+      node("Sigmoid", path, {input}, out);
+      return out;
+    }
+    if (dynamic_cast<const nn::Tanh*>(&module)) {
+      node("Tanh", path, {input}, out);
+      return out;
+    }
     if (const auto* pool = dynamic_cast<const nn::AvgPool2d*>(&module)) {
       ::onnx::NodeProto& n = node("AveragePool", path, {input}, out);
       ints(n, "kernel_shape", {pool->kernel(), pool->kernel()});

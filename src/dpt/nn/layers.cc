@@ -95,7 +95,6 @@ Tensor BatchNorm2d::forward_relu(const Tensor& x) {
   return ops::batch_norm_relu2d(x, param(0), param(1), buffer(0), buffer(1), is_training(), momentum_, eps_);
 }
 
-Tensor ReLU::forward(const Tensor& x) { return ops::relu(x); }
 Tensor AvgPool2d::forward(const Tensor& x) { return ops::avg_pool2d(x, kernel_, stride_); }
 Tensor MaxPool2d::forward(const Tensor& x) { return ops::max_pool2d(x, kernel_, stride_); }
 Tensor GlobalAvgPool2d::forward(const Tensor& x) { return ops::global_avg_pool2d(x); }

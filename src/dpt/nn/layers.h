@@ -64,10 +64,17 @@ class BatchNorm2d : public Cloneable<BatchNorm2d> {
   bool folded_ = false;
 };
 
-class ReLU : public Cloneable<ReLU> {
+// An elementwise activation (ops/activation.h) as a layer; ReLU, Sigmoid, Tanh and GELU
+// are it.
+template <ops::Activation A>
+class ActivationLayer : public Cloneable<ActivationLayer<A>> {
  public:
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override { return ops::activation(x, A); }
 };
+using ReLU = ActivationLayer<ops::Activation::relu>;
+using Sigmoid = ActivationLayer<ops::Activation::sigmoid>;
+using Tanh = ActivationLayer<ops::Activation::tanh>;
+using GELU = ActivationLayer<ops::Activation::gelu>;
 
 class AvgPool2d : public Cloneable<AvgPool2d> {
  public:

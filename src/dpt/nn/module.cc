@@ -1,5 +1,7 @@
 #include "dpt/nn/module.h"
 
+#include <stdexcept>
+
 namespace dpt::nn {
 
 namespace {
@@ -84,7 +86,29 @@ void Module::zero_grad() const {
   for (const Tensor& p : parameters()) p.zero_grad();
 }
 
+// A name or tensor registered twice would give the optimizer and the allreduce one
+// parameter twice, and checkpoints two entries of one name.
+void Module::check_new_name(const std::string& name, const Tensor* t) const {
+  const auto taken = [&](const auto& list) {
+    for (const auto& [n, existing] : list) {
+      if (n == name) return "the name '" + name + "' is taken";
+      if (t && existing.same_as(*t)) return "this tensor is registered already, as '" + n + "'";
+    }
+    return std::string();
+  };
+  std::string problem = taken(params_);
+  if (problem.empty()) problem = taken(buffers_);
+  for (const auto& [n, child] : children_) {
+    if (problem.empty() && n == name) problem = "the name '" + name + "' is taken by a child module";
+  }
+  if (!problem.empty()) {
+    throw std::invalid_argument("cannot register '" + name + "': " + problem +
+                                "; give each parameter, buffer and child its own name and tensor");
+  }
+}
+
 size_t Module::register_parameter(std::string name, Tensor t) {
+  check_new_name(name, &t);
   t.set_requires_grad(true);
   if (t.name().empty()) t.set_name(name);
   params_.emplace_back(std::move(name), std::move(t));
@@ -92,11 +116,13 @@ size_t Module::register_parameter(std::string name, Tensor t) {
 }
 
 size_t Module::register_buffer(std::string name, Tensor t) {
+  check_new_name(name, &t);
   buffers_.emplace_back(std::move(name), std::move(t));
   return buffers_.size() - 1;
 }
 
 void Module::register_module(std::string name, std::unique_ptr<Module> child) {
+  check_new_name(name, nullptr);
   children_.emplace_back(std::move(name), std::move(child));
 }
 

@@ -62,6 +62,8 @@ class Module {
   Module& operator=(const Module&) = delete;
 
   // Registers and returns the parameter's index for param(i); `t` is made to require grad.
+  // Each throws std::invalid_argument for a name this module has given already (to a
+  // parameter, buffer or child) or a tensor it holds already.
   size_t register_parameter(std::string name, Tensor t);
   size_t register_buffer(std::string name, Tensor t);
   void register_module(std::string name, std::unique_ptr<Module> child);
@@ -72,6 +74,7 @@ class Module {
   size_t num_children() const { return children_.size(); }
 
  private:
+  void check_new_name(const std::string& name, const Tensor* t) const;
   std::vector<std::pair<std::string, Tensor>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;

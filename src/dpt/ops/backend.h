@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dpt/core/tensor.h"
+#include "dpt/ops/update_steps.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::ops {
@@ -86,9 +87,14 @@ class Backend {
   virtual void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
                                          const Tensor& variance, float momentum, double unbiased) const = 0;
 
-  virtual Tensor relu_forward(const Tensor& x) const = 0;
-  // grad_out where x > 0, else 0 (x may be relu's input or its output: the same mask).
-  virtual Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const = 0;
+  // y = a(x) (ops/activation.h), and grad_out * a'(x) from the forward's input x; for relu
+  // x may also be its output (the same mask).
+  virtual Tensor activation_forward(const Tensor& x, Activation a) const = 0;
+  virtual Tensor activation_backward(const Tensor& grad_out, const Tensor& x, Activation a) const = 0;
+  Tensor relu_forward(const Tensor& x) const { return activation_forward(x, Activation::relu); }
+  Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const {
+    return activation_backward(grad_out, x, Activation::relu);
+  }
 
   // y = x W^T + b.
   virtual Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) const = 0;
@@ -126,9 +132,13 @@ class Backend {
   virtual void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale) const = 0;
 
   // In place, one SGD step on one parameter: d = grad + decay * param; with a defined
-  // velocity v = first ? d : momentum * v + d and d = v; then param -= lr * d.
-  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
-                          float decay, bool first) const = 0;
+  // velocity v = first ? d : momentum * v + d and d = nesterov ? d + momentum * v : v;
+  // then param -= lr * d.
+  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, const SgdStep& step) const = 0;
+  // In place, one Adam step on one parameter (optim/optimizer.h gives the rule); exp_avg
+  // and exp_avg_sq are zero before the first.
+  virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                           const AdamStep& step) const = 0;
 };
 
 const Backend& cpu_backend();

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "dpt/core/tensor.h"
+#include "dpt/ops/activation.h"
 
 namespace dpt::ops {
 
@@ -34,7 +35,12 @@ Tensor max_pool2d(const Tensor& x, int kernel, int stride);
 // Mean over each whole H x W plane: x [N, C, H, W] -> [N, C, 1, 1] (H and W may differ).
 Tensor global_avg_pool2d(const Tensor& x);
 
-Tensor relu(const Tensor& x);
+// An elementwise activation (ops/activation.h), differentiable; the four below are it.
+Tensor activation(const Tensor& x, Activation a);
+inline Tensor relu(const Tensor& x) { return activation(x, Activation::relu); }
+inline Tensor sigmoid(const Tensor& x) { return activation(x, Activation::sigmoid); }
+inline Tensor tanh(const Tensor& x) { return activation(x, Activation::tanh); }
+inline Tensor gelu(const Tensor& x) { return activation(x, Activation::gelu); }
 
 // Batch normalization of x [N, C, H, W] per channel, as torch.nn.functional.batch_norm:
 // y = gamma * (x - mean) / sqrt(var + eps) + beta, gamma / beta / running stats [C].

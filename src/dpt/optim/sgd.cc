@@ -23,7 +23,7 @@ void sgd(const std::vector<Tensor>& params, float lr, int64_t batch_size) {
   for (const Tensor& param : params) {
     const Tensor grad = param.grad();
     if (!grad.defined()) continue;  // a parameter the loss did not reach
-    ops::backend_for(param).sgd_update(param, grad, Tensor(), scale, 0.0f, 0.0f, false);
+    ops::backend_for(param).sgd_update(param, grad, Tensor(), ops::SgdStep{.lr = scale});
     param.zero_grad();
   }
 }

@@ -53,6 +53,7 @@ void validate(const JobConfig& job) {
   check_choice("progress", job.progress, kProgresses);
   nn::parse_init(job.init);
   parse_on_nan(job.on_nan);
+  optim::check_optimizer(job.optimizer, optimizer_settings(job));
   ops::parse_conv_precision(job.precision);
   ops::parse_conv_algorithm(job.conv_algorithm);
   optim::parse_schedule(job.lr_schedule);
@@ -72,6 +73,11 @@ void validate(const JobConfig& job) {
     if (job.momentum != 0.0f || job.weight_decay != 0.0f || job.init != "lesson") {
       const std::string field = job.momentum != 0.0f ? "momentum" : job.weight_decay != 0.0f ? "weight_decay" : "init";
       throw ConfigError(field, "`momentum`, `weight_decay` and `init` need `api` concise (the lesson's sgd has none)");
+    }
+    if (job.optimizer != "sgd" || job.nesterov) {
+      throw ConfigError(job.optimizer != "sgd" ? "optimizer" : "nesterov",
+                        "`optimizer` " + job.optimizer + (job.nesterov ? " with `nesterov`" : "") +
+                            " needs `api` concise (the lesson's loop runs its own sgd)");
     }
   }
   if (job.data.train_limit < 0 || job.data.test_limit < 0) {

@@ -17,6 +17,7 @@
 
 #include "dpt/core/config_error.h"
 #include "dpt/data/source.h"
+#include "dpt/optim/optimizer.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/train/divergence_guard.h"
 #include "dpt/train/train_from_scratch.h"
@@ -43,8 +44,11 @@ struct JobConfig {
   int epochs = 10;
   int64_t batch_size = 256;      // global, split across the devices
   float lr = 0.2f;
-  float momentum = 0.0f;         // concise API only
+  std::string optimizer = "sgd";  // optim::kOptimizers; adam and adamw need the concise API
+  float momentum = 0.0f;         // concise API only (sgd)
+  bool nesterov = false;         // concise API only (sgd with momentum)
   float weight_decay = 0.0f;     // concise API only
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam, adamw
   std::string init = "lesson";   // nn::kInits; concise API only
   uint64_t seed = 0;             // parameter init and shuffling
   data::DataOptions data;        // where the data comes from and what happens to it (data/source.h)
@@ -73,6 +77,11 @@ struct JobConfig {
   bool sync_bn = false;                  // concise API: BatchNorm statistics over the global batch
   std::string trace_file;                // empty: none; else a Chrome trace and its timeline (trace_file.h)
 };
+
+// The optimizer's settings from the job's fields.
+inline optim::OptimizerSettings optimizer_settings(const JobConfig& job) {
+  return {job.lr, job.momentum, job.nesterov, job.weight_decay, job.beta1, job.beta2, job.eps};
+}
 
 // The chunk size the replica engine gets: chunk_size in deterministic mode, else 0 (off).
 inline int64_t deterministic_chunk(const JobConfig& job) { return job.deterministic ? job.chunk_size : 0; }

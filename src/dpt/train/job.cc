@@ -174,9 +174,10 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   parallel::DataParallel parallel_net(std::move(net), devices,
                                       parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,
                                                                     deterministic_chunk(job), job.sync_bn});
-  optim::SGD optimizer(parallel_net.replica_parameters(), {job.lr, job.momentum, job.weight_decay});
+  const std::unique_ptr<optim::Optimizer> optimizer =
+      optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
   const TrainHistory history =
-      train(parallel_net, optimizer, train_data, test_data,
+      train(parallel_net, *optimizer, train_data, test_data,
             {job.epochs, job.batch_size, job.seed, job.model, scratch.run, scratch.schedule, scratch.lr_scaling,
              job.accumulate},
             reporter.epoch_callback(), reporter.step_callback());

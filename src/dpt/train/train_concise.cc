@@ -1,5 +1,7 @@
 #include "dpt/train/train_concise.h"
 
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "dpt/parallel/process_group.h"
@@ -8,11 +10,11 @@ namespace dpt::train {
 namespace {
 
 // DataParallel and its optimizer as the training loop drives them. Checkpoints hold the
-// first replica's parameters, buffers and momentum: after every step all replicas hold
-// the same ones.
+// first replica's parameters, buffers and optimizer state: after every step all replicas
+// hold the same ones.
 class DataParallelTrainable : public Trainable {
  public:
-  DataParallelTrainable(parallel::DataParallel& net, optim::SGD& optimizer) : net_(net), optimizer_(optimizer) {}
+  DataParallelTrainable(parallel::DataParallel& net, optim::Optimizer& optimizer) : net_(net), optimizer_(optimizer) {}
 
   StepResult compute_gradients(const Tensor& X, const Tensor& y) override {
     return net_.forward_backward(X, y);  // zeroes the previous gradients first
@@ -53,9 +55,13 @@ class DataParallelTrainable : public Trainable {
     const auto params = first.named_parameters();
     for (const auto& [name, t] : params) into.params.push_back(checkpoint::to_named(name, t));
     for (const auto& [name, t] : first.named_buffers()) into.buffers.push_back(checkpoint::to_named(name, t));
-    for (size_t i = 0; i < params.size(); ++i) {
-      const Tensor& v = optimizer_.momentum_buffer(0, i);
-      if (v.defined()) into.momentum.push_back(checkpoint::to_named(params[i].first, v));
+    into.optimizer = optimizer_.name();
+    into.optimizer_steps = optimizer_.steps();
+    for (size_t s = 0; s < optimizer_.slots().size(); ++s) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        const Tensor& v = optimizer_.state(s, 0, i);
+        if (v.defined()) into.optimizer_state.push_back(checkpoint::to_named(optimizer_.slots()[s] + "/" + params[i].first, v));
+      }
     }
   }
 
@@ -65,33 +71,59 @@ class DataParallelTrainable : public Trainable {
       checkpoint::copy_into(from.params, replica.named_parameters(), "parameters", source);
       checkpoint::copy_into(from.buffers, replica.named_buffers(), "buffers", source);
     }
-    // Momentum exists only for parameters the optimizer has stepped.
-    const auto params = net_.module().named_parameters();
-    std::vector<Tensor> momentum(params.size());
-    for (const checkpoint::NamedTensor& saved : from.momentum) {
-      size_t i = 0;
-      while (i < params.size() && params[i].first != saved.name) ++i;
-      if (i == params.size() || params[i].second.shape() != saved.shape) {
-        throw checkpoint::CheckpointError("checkpoint " + source + " holds momentum for " + saved.name + " " +
-                                          shape_str(saved.shape) + ", which the model has no such parameter for");
-      }
-      momentum[i] = Tensor::from_vector(saved.values, saved.shape);
+    if (from.optimizer != optimizer_.name()) {
+      throw checkpoint::CheckpointError("checkpoint " + source + " was written with optimizer " + from.optimizer +
+                                        ", this run uses " + optimizer_.name() + "; resume with `optimizer` " +
+                                        from.optimizer + " or start afresh");
     }
-    optimizer_.load_momentum_buffers(momentum);
+    // State exists only for parameters the optimizer has stepped.
+    const auto params = net_.module().named_parameters();
+    const std::vector<std::string>& slots = optimizer_.slots();
+    std::vector<std::vector<Tensor>> state(slots.size(), std::vector<Tensor>(params.size()));
+    for (const checkpoint::NamedTensor& saved : from.optimizer_state) {
+      const size_t slash = saved.name.find('/');
+      const std::string slot = saved.name.substr(0, slash), param = saved.name.substr(slash + 1);
+      const size_t s = static_cast<size_t>(std::find(slots.begin(), slots.end(), slot) - slots.begin());
+      size_t i = 0;
+      while (i < params.size() && params[i].first != param) ++i;
+      if (s == slots.size() || i == params.size() || params[i].second.shape() != saved.shape) {
+        throw checkpoint::CheckpointError("checkpoint " + source + " holds optimizer state " + saved.name + " " +
+                                          shape_str(saved.shape) + ", which " + optimizer_.name() +
+                                          " keeps no such slot or the model has no such parameter for");
+      }
+      state[s][i] = Tensor::from_vector(saved.values, saved.shape);
+    }
+    optimizer_.load_state(state, from.optimizer_steps);
   }
 
  private:
   parallel::DataParallel& net_;
-  optim::SGD& optimizer_;
+  optim::Optimizer& optimizer_;
 };
+
+// The optimizer must step the model's own replicas, or training would update nothing.
+void check_steps_the_model(parallel::DataParallel& net, const optim::Optimizer& optimizer) {
+  const std::vector<std::vector<Tensor>> expected = net.replica_parameters();
+  const std::vector<std::vector<Tensor>>& given = optimizer.replica_parameters();
+  bool same = expected.size() == given.size();
+  for (size_t r = 0; same && r < expected.size(); ++r) {
+    same = expected[r].size() == given[r].size();
+    for (size_t i = 0; same && i < expected[r].size(); ++i) same = expected[r][i].same_as(given[r][i]);
+  }
+  if (!same) {
+    throw std::invalid_argument("the optimizer steps other parameters than the model's; build it from this "
+                                "DataParallel's replica_parameters()");
+  }
+}
 
 }  // namespace
 
-TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const data::Dataset& train_data,
+TrainHistory train(parallel::DataParallel& net, optim::Optimizer& optimizer, const data::Dataset& train_data,
                    const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch,
                    const StepCallback& on_step) {
+  check_steps_the_model(net, optimizer);
   DataParallelTrainable trainable(net, optimizer);
-  const LoopSettings settings{config.epochs,      config.batch_size, config.seed,     optimizer.options().lr,
+  const LoopSettings settings{config.epochs,      config.batch_size, config.seed,     optimizer.lr(),
                               config.model,       config.schedule,   config.lr_scaling, config.accumulate};
   const LoopResult result = run_training(trainable, train_data, test_data, settings, config.run, on_epoch, on_step);
   TrainHistory history;

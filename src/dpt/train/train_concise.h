@@ -34,7 +34,8 @@ struct TrainHistory {
   int64_t skipped_steps = 0;       // on_nan skip
 };
 
-TrainHistory train(parallel::DataParallel& net, optim::SGD& optimizer, const data::Dataset& train_data,
+// Throws std::invalid_argument when `optimizer` does not step `net`'s replica parameters.
+TrainHistory train(parallel::DataParallel& net, optim::Optimizer& optimizer, const data::Dataset& train_data,
                    const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch = {},
                    const StepCallback& on_step = {});
 

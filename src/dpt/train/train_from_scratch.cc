@@ -103,7 +103,7 @@ void ScratchTrainer::load_state(const checkpoint::Checkpoint& from, const std::s
   // Parameters are device-independent: every replica, however many, gets the same copy.
   for (const std::vector<Tensor>& replica : device_params_)
     checkpoint::copy_into(from.params, named(replica), "parameters", source);
-  if (!from.buffers.empty() || !from.momentum.empty()) {
+  if (!from.buffers.empty() || !from.optimizer_state.empty()) {
     throw checkpoint::CheckpointError("checkpoint " + source +
                                       " holds buffers or momentum, which the from-scratch LeNet has none of; "
                                       "it was written by `api` concise");

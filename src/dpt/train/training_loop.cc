@@ -39,7 +39,7 @@ void check_replicas_agree(Trainable& model, int epoch) {
   checkpoint::Checkpoint state;
   model.save_state(state);
   const std::string text =
-      checkpoint::digest(state.params) + checkpoint::digest(state.buffers) + checkpoint::digest(state.momentum);
+      checkpoint::digest(state.params) + checkpoint::digest(state.buffers) + checkpoint::digest(state.optimizer_state);
   uint64_t digest = 14695981039346656037ull;  // FNV-1a of the three digests
   for (const char c : text) digest = (digest ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   const std::vector<uint64_t> all = model.gather_digests(digest);

@@ -45,9 +45,9 @@ class CpuBackend final : public Backend {
                                  const Tensor& variance, float momentum, double unbiased) const override {
     cpu::batch_norm_update_running(running_mean, running_var, mean, variance, momentum, unbiased);
   }
-  Tensor relu_forward(const Tensor& x) const override { return cpu::relu_forward(x); }
-  Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const override {
-    return cpu::relu_backward(grad_out, x);
+  Tensor activation_forward(const Tensor& x, Activation a) const override { return cpu::activation_forward(x, a); }
+  Tensor activation_backward(const Tensor& grad_out, const Tensor& x, Activation a) const override {
+    return cpu::activation_backward(grad_out, x, a);
   }
   Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias) const override {
     return cpu::linear_forward(x, weight, bias);
@@ -87,9 +87,12 @@ class CpuBackend final : public Backend {
   void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale) const override {
     cpu::unpack(flat, tensors, scale);
   }
-  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
-                  float decay, bool first) const override {
-    cpu::sgd_update(param, grad, velocity, lr, momentum, decay, first);
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, const SgdStep& step) const override {
+    cpu::sgd_update(param, grad, velocity, step);
+  }
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                   const AdamStep& step) const override {
+    cpu::adam_update(param, grad, exp_avg, exp_avg_sq, step);
   }
 };
 }  // namespace

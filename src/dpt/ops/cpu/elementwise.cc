@@ -1,6 +1,7 @@
 // The CPU backend's elementwise kernels: plain loops, which the compiler vectorizes; none
 // of them is large enough in LeNet or ResNet-18 to be worth a oneDNN primitive.
 #include <atomic>
+#include <cmath>
 #include <cstring>
 
 #include "dpt/ops/cpu/dnnl_context.h"
@@ -113,11 +114,11 @@ void unpack(const float* in, const std::vector<Tensor>& tensors, float scale) {
   }
 }
 
-void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum, float decay,
-                bool first) {
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, const SgdStep& s) {
   float* p = param.data<float>();
   const float* g = grad.data<float>();
   const int64_t n = param.numel();
+  const float lr = s.lr, decay = s.decay, momentum = s.momentum;
   if (!velocity.defined()) {
     if (decay == 0.0f) {
       for (int64_t k = 0; k < n; ++k) p[k] -= lr * g[k];
@@ -129,8 +130,28 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity,
   float* v = velocity.data<float>();
   for (int64_t k = 0; k < n; ++k) {
     const float d = g[k] + decay * p[k];
-    v[k] = first ? d : momentum * v[k] + d;
-    p[k] -= lr * v[k];
+    v[k] = s.first ? d : momentum * v[k] + d;
+    p[k] -= lr * (s.nesterov ? d + momentum * v[k] : v[k]);
+  }
+}
+
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const AdamStep& s) {
+  float* p = param.data<float>();
+  const float* g = grad.data<float>();
+  float* m = exp_avg.data<float>();
+  float* v = exp_avg_sq.data<float>();
+  const int64_t n = param.numel();
+  const float step_size = s.lr / s.bias_correction1;
+  const float sqrt_bc2 = std::sqrt(s.bias_correction2);
+  const float shrink = s.decoupled ? 1.0f - s.lr * s.decay : 1.0f;
+  const float l2 = s.decoupled ? 0.0f : s.decay;
+  for (int64_t k = 0; k < n; ++k) {
+    const float gk = g[k] + l2 * p[k];
+    p[k] *= shrink;
+    m[k] = s.beta1 * m[k] + (1.0f - s.beta1) * gk;
+    v[k] = s.beta2 * v[k] + (1.0f - s.beta2) * gk * gk;
+    p[k] -= step_size * m[k] / (std::sqrt(v[k]) / sqrt_bc2 + s.eps);
   }
 }
 

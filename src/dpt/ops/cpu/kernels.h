@@ -70,8 +70,9 @@ Tensor relu_avg_pool_backward(const Tensor& grad_pooled, const Tensor& relu_out,
 Tensor crop_corner(const Tensor& x, int64_t h, int64_t w);
 Tensor pad_corner(const Tensor& grad, const Shape& x_shape);
 
-Tensor relu_forward(const Tensor& x);
-Tensor relu_backward(const Tensor& grad_out, const Tensor& x);
+// oneDNN's eltwise primitives, in the layout a kernel left the tensor in.
+Tensor activation_forward(const Tensor& x, Activation a);
+Tensor activation_backward(const Tensor& grad_out, const Tensor& x, Activation a);
 
 Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor linear_backward_data(const Tensor& grad_out, const Tensor& weight, const Shape& x_shape);
@@ -129,8 +130,9 @@ Tensor add_relu(const Tensor& a, const Tensor& b);  // FusedKernels::add_relu
 void accumulate(const Tensor& into, const Tensor& from);
 void pack(const std::vector<Tensor>& tensors, float* flat);
 void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale);
-void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum, float decay,
-                bool first);
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, const SgdStep& step);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const AdamStep& step);
 CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction);
 Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction);
 Tensor argmax(const Tensor& x);

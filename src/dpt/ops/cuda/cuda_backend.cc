@@ -91,14 +91,14 @@ class CudaBackend final : public Backend {
                                     momentum, unbiased, stream_of(mean));
   }
 
-  Tensor relu_forward(const Tensor& x) const override {
+  Tensor activation_forward(const Tensor& x, Activation a) const override {
     Tensor y = like(x);
-    cuda::relu_forward(f32(x), f32(y), x.numel(), stream_of(x));
+    cuda::activation_forward(f32(x), f32(y), x.numel(), a, stream_of(x));
     return y;
   }
-  Tensor relu_backward(const Tensor& grad_out, const Tensor& x) const override {
+  Tensor activation_backward(const Tensor& grad_out, const Tensor& x, Activation a) const override {
     Tensor grad_x = like(x);
-    cuda::relu_backward(f32(grad_out), f32(x), f32(grad_x), x.numel(), stream_of(x));
+    cuda::activation_backward(f32(grad_out), f32(x), f32(grad_x), x.numel(), a, stream_of(x));
     return grad_x;
   }
 
@@ -195,10 +195,13 @@ class CudaBackend final : public Backend {
       flat += t.numel();
     }
   }
-  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, float lr, float momentum,
-                  float decay, bool first) const override {
-    cuda::sgd_update(f32(param), f32(grad), velocity.defined() ? f32(velocity) : nullptr, param.numel(), lr, momentum,
-                     decay, first, stream_of(param));
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, const SgdStep& step) const override {
+    cuda::sgd_update(f32(param), f32(grad), velocity.defined() ? f32(velocity) : nullptr, param.numel(), step,
+                     stream_of(param));
+  }
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                   const AdamStep& step) const override {
+    cuda::adam_update(f32(param), f32(grad), f32(exp_avg), f32(exp_avg_sq), param.numel(), step, stream_of(param));
   }
 };
 }  // namespace

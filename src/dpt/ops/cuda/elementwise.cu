@@ -5,11 +5,37 @@
 namespace dpt::ops::cuda {
 
 namespace {
-__global__ void relu_forward_kernel(const float* x, float* y, int64_t n) {
-  DPT_GRID_STRIDE_LOOP(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+// a(x) and a'(x) for one value (ops/activation.h).
+__device__ float activate(float x, ops::Activation a) {
+  switch (a) {
+    case ops::Activation::relu: return x > 0.0f ? x : 0.0f;
+    case ops::Activation::sigmoid: return 1.0f / (1.0f + expf(-x));
+    case ops::Activation::tanh: return tanhf(x);
+    case ops::Activation::gelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  }
+  return x;
 }
-__global__ void relu_backward_kernel(const float* g, const float* x, float* gx, int64_t n) {
-  DPT_GRID_STRIDE_LOOP(i, n) gx[i] = x[i] > 0.0f ? g[i] : 0.0f;
+__device__ float derivative(float x, ops::Activation a) {
+  switch (a) {
+    case ops::Activation::relu: return x > 0.0f ? 1.0f : 0.0f;
+    case ops::Activation::sigmoid: {
+      const float s = 1.0f / (1.0f + expf(-x));
+      return s * (1.0f - s);
+    }
+    case ops::Activation::tanh: {
+      const float t = tanhf(x);
+      return 1.0f - t * t;
+    }
+    case ops::Activation::gelu:  // Phi(x) + x phi(x)
+      return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+  }
+  return 1.0f;
+}
+__global__ void activation_forward_kernel(const float* x, float* y, int64_t n, ops::Activation a) {
+  DPT_GRID_STRIDE_LOOP(i, n) y[i] = activate(x[i], a);
+}
+__global__ void activation_backward_kernel(const float* g, const float* x, float* gx, int64_t n, ops::Activation a) {
+  DPT_GRID_STRIDE_LOOP(i, n) gx[i] = g[i] * derivative(x[i], a);
 }
 __global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {
   DPT_GRID_STRIDE_LOOP(i, n) out[i] = a[i] + b[i];
@@ -21,14 +47,24 @@ __global__ void scale_copy_kernel(const float* in, float* out, int64_t n, float 
   DPT_GRID_STRIDE_LOOP(i, n) out[i] = in[i] * scale;
 }
 __global__ void sgd_kernel(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay,
-                           bool first) {
+                           bool first, bool nesterov) {
   DPT_GRID_STRIDE_LOOP(i, n) {
     float d = decay == 0.0f ? g[i] : g[i] + decay * p[i];
     if (v) {
       v[i] = first ? d : momentum * v[i] + d;
-      d = v[i];
+      d = nesterov ? d + momentum * v[i] : v[i];
     }
     p[i] -= lr * d;
+  }
+}
+__global__ void adam_kernel(float* p, const float* g, float* m, float* v, int64_t n, float step_size, float sqrt_bc2,
+                            float shrink, float l2, float beta1, float beta2, float eps) {
+  DPT_GRID_STRIDE_LOOP(i, n) {
+    const float gi = g[i] + l2 * p[i];
+    p[i] *= shrink;
+    m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    p[i] -= step_size * m[i] / (sqrtf(v[i]) / sqrt_bc2 + eps);
   }
 }
 __global__ void channel_bias_kernel(float* y, const float* bias, int64_t total, int64_t c, int64_t plane, bool relu) {
@@ -72,11 +108,11 @@ __global__ void plane_mean_backward_kernel(const float* g, float* gx, int64_t to
 }
 }  // namespace
 
-void relu_forward(const float* x, float* y, int64_t n, cudaStream_t s) {
-  DPT_LAUNCH(relu_forward_kernel, blocks_for(n), kThreads, 0, s, x, y, n);
+void activation_forward(const float* x, float* y, int64_t n, ops::Activation a, cudaStream_t s) {
+  DPT_LAUNCH(activation_forward_kernel, blocks_for(n), kThreads, 0, s, x, y, n, a);
 }
-void relu_backward(const float* g, const float* x, float* gx, int64_t n, cudaStream_t s) {
-  DPT_LAUNCH(relu_backward_kernel, blocks_for(n), kThreads, 0, s, g, x, gx, n);
+void activation_backward(const float* g, const float* x, float* gx, int64_t n, ops::Activation a, cudaStream_t s) {
+  DPT_LAUNCH(activation_backward_kernel, blocks_for(n), kThreads, 0, s, g, x, gx, n, a);
 }
 void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
   DPT_LAUNCH(add_kernel, blocks_for(n), kThreads, 0, s, a, b, out, n);
@@ -87,9 +123,13 @@ void accumulate(float* into, const float* from, int64_t n, cudaStream_t s) {
 void scale_copy(const float* in, float* out, int64_t n, float scale, cudaStream_t s) {
   DPT_LAUNCH(scale_copy_kernel, blocks_for(n), kThreads, 0, s, in, out, n, scale);
 }
-void sgd_update(float* p, const float* g, float* v, int64_t n, float lr, float momentum, float decay, bool first,
-                cudaStream_t s) {
-  DPT_LAUNCH(sgd_kernel, blocks_for(n), kThreads, 0, s, p, g, v, n, lr, momentum, decay, first);
+void sgd_update(float* p, const float* g, float* v, int64_t n, const ops::SgdStep& t, cudaStream_t s) {
+  DPT_LAUNCH(sgd_kernel, blocks_for(n), kThreads, 0, s, p, g, v, n, t.lr, t.momentum, t.decay, t.first, t.nesterov);
+}
+void adam_update(float* p, const float* g, float* m, float* v, int64_t n, const ops::AdamStep& t, cudaStream_t s) {
+  DPT_LAUNCH(adam_kernel, blocks_for(n), kThreads, 0, s, p, g, m, v, n, t.lr / t.bias_correction1,
+             sqrtf(t.bias_correction2), t.decoupled ? 1.0f - t.lr * t.decay : 1.0f, t.decoupled ? 0.0f : t.decay,
+             t.beta1, t.beta2, t.eps);
 }
 void add_channel_bias(float* y, const float* bias, int64_t n, int64_t c, int64_t plane, bool relu, cudaStream_t s) {
   const int64_t total = n * c * plane;

@@ -9,6 +9,8 @@
 #include <cstdint>
 
 #include "dpt/cuda/context.h"
+#include "dpt/ops/activation.h"
+#include "dpt/ops/update_steps.h"
 
 // Queues kernel<<<grid, block, shared_bytes, stream>>>(args...) and checks the launch with
 // dpt::cuda::after_op under the kernel's name (and, with DPT_CUDA_SYNC_CHECK=1, waits for
@@ -22,14 +24,23 @@
 namespace dpt::ops::cuda {
 
 // elementwise.cu
-void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream);
-void relu_backward(const float* grad_out, const float* x, float* grad_x, int64_t n, cudaStream_t stream);
+// y = a(x) and grad_x = grad_out * a'(x) (ops/activation.h); y may be x.
+void activation_forward(const float* x, float* y, int64_t n, ops::Activation a, cudaStream_t stream);
+void activation_backward(const float* grad_out, const float* x, float* grad_x, int64_t n, ops::Activation a,
+                         cudaStream_t stream);
+inline void relu_forward(const float* x, float* y, int64_t n, cudaStream_t stream) {
+  activation_forward(x, y, n, ops::Activation::relu, stream);
+}
 void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
 void accumulate(float* into, const float* from, int64_t n, cudaStream_t stream);
 // param -= lr * d, d = grad + decay * param, through the velocity when one is given
-// (velocity = first ? d : momentum * velocity + d; d = velocity).
-void sgd_update(float* param, const float* grad, float* velocity, int64_t n, float lr, float momentum, float decay,
-                bool first, cudaStream_t stream);
+// (velocity = first ? d : momentum * velocity + d; d = nesterov ? d + momentum * velocity
+// : velocity): ops::Backend::sgd_update.
+void sgd_update(float* param, const float* grad, float* velocity, int64_t n, const ops::SgdStep& step,
+                cudaStream_t stream);
+// One Adam/AdamW step in place (ops::Backend::adam_update).
+void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n, const ops::AdamStep& step,
+                 cudaStream_t stream);
 // out[i] = in[i] * scale.
 void scale_copy(const float* in, float* out, int64_t n, float scale, cudaStream_t stream);
 // y[n, c, i] += bias[c] over an [N, C, plane] tensor, then relu when asked.

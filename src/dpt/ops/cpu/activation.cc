@@ -1,5 +1,7 @@
 #include <dnnl.hpp>
 
+#include <string>
+
 #include "dpt/ops/cpu/dnnl_context.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
@@ -8,48 +10,60 @@ namespace dpt::ops::cpu {
 
 namespace {
 // Elementwise ops see a tensor as one flat array, except a 4-D activation that a kernel
-// left in a blocked layout: relu runs in that layout, so the next kernel gets it as is.
+// left in a blocked layout: the activation runs in that layout, so the next kernel gets
+// it as is.
 dnnl::memory::desc plain_layout(const Tensor& t) {
   return t.ndim() == 4 ? plain_desc(t.shape(), dnnl::memory::format_tag::nchw)
                        : plain_desc({t.numel()}, dnnl::memory::format_tag::a);
 }
 
-struct ReluForward {
+dnnl::algorithm algorithm(Activation a) {
+  switch (a) {
+    case Activation::relu: return dnnl::algorithm::eltwise_relu;
+    case Activation::sigmoid: return dnnl::algorithm::eltwise_logistic;
+    case Activation::tanh: return dnnl::algorithm::eltwise_tanh;
+    case Activation::gelu: return dnnl::algorithm::eltwise_gelu_erf;
+  }
+  return dnnl::algorithm::eltwise_relu;
+}
+
+struct ActivationForward {
   dnnl::eltwise_forward::primitive_desc pd;
   dnnl::eltwise_forward primitive;
 };
 
-const ReluForward& forward_primitive(const dnnl::memory::desc& data) {
-  return cached<ReluForward>(cache_key("relu_fwd", layout_key(data)), [&] {
-    const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_relu, data,
-                                           0.0f);
+const ActivationForward& forward_primitive(const dnnl::memory::desc& data, Activation a) {
+  return cached<ActivationForward>(cache_key("activation_fwd", activation_name(a), layout_key(data)), [&] {
+    const dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_training, algorithm(a), data, 0.0f);
     dnnl::eltwise_forward::primitive_desc pd(desc, engine());
-    return ReluForward{pd, dnnl::eltwise_forward(pd)};
+    return ActivationForward{pd, dnnl::eltwise_forward(pd)};
   });
 }
 }  // namespace
 
-Tensor relu_forward(const Tensor& x) {
+Tensor activation_forward(const Tensor& x, Activation a) {
   const dnnl::memory::desc plain = plain_layout(x);
   const dnnl::memory::desc layout = current_layout(x, plain);
   Tensor unused;
   const dnnl::memory src = input_in_layout(x, plain, layout, unused);
   const LaidOutTensor out = output_in_layout(x.shape(), plain, layout);
-  forward_primitive(layout).primitive.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out.memory}});
+  forward_primitive(layout, a).primitive.execute(stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out.memory}});
   stream().wait();
   return out.tensor;
 }
 
-Tensor relu_backward(const Tensor& grad_out, const Tensor& x) {
+// From the forward's input (oneDNN's src-based backward); relu's mask reads the same from
+// its output.
+Tensor activation_backward(const Tensor& grad_out, const Tensor& x, Activation a) {
   struct Primitive {
     dnnl::eltwise_backward::primitive_desc pd;
     dnnl::eltwise_backward primitive;
   };
   const dnnl::memory::desc plain = plain_layout(x);
   const dnnl::memory::desc layout = current_layout(x, plain);
-  auto& prim = cached<Primitive>(cache_key("relu_bwd", layout_key(layout)), [&] {
-    const dnnl::eltwise_backward::desc desc(dnnl::algorithm::eltwise_relu, layout, layout, 0.0f);
-    dnnl::eltwise_backward::primitive_desc pd(desc, engine(), forward_primitive(layout).pd);
+  auto& prim = cached<Primitive>(cache_key("activation_bwd", activation_name(a), layout_key(layout)), [&] {
+    const dnnl::eltwise_backward::desc desc(algorithm(a), layout, layout, 0.0f);
+    dnnl::eltwise_backward::primitive_desc pd(desc, engine(), forward_primitive(layout, a).pd);
     return Primitive{pd, dnnl::eltwise_backward(pd)};
   });
   Tensor unused, dy_scratch;
