@@ -16,6 +16,7 @@
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/train/job.h"
+#include "dpt/version.h"
 
 namespace dpt::cli {
 
@@ -349,6 +350,7 @@ void add_export_flags(CLI::App& cmd, ExportSettings& s) {
 int run(int argc, char** argv, const CliHooks& hooks) {
   CLI::App app{"dptrain: data-parallel training of convolutional networks on your images (Fashion-MNIST by default)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("dptrain ") + kVersion, "Print the version and exit");
   train::JobConfig job;
   CLI::App* train = app.add_subcommand("train", "Train a model and report accuracy and speed");
   add_train_flags(*train, job);

@@ -11,7 +11,7 @@ function(dpt_layer target)
   set(root ${PROJECT_SOURCE_DIR}/src/dpt)
   list(TRANSFORM arg_SOURCES PREPEND ${root}/${arg_FOLDER}/)
   add_library(${target} STATIC ${arg_SOURCES})
-  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
   target_link_libraries(${target} PUBLIC ${arg_DEPENDS})
 
   # The folders this layer may include: its own and those of every layer below it.

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 build_dir=build-asan
 # Without the CUDA backend: the sanitizers do not see into the CUDA runtime, and the GPU
 # tests skip on a machine without a GPU anyway.
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=address -DDPT_CUDA=OFF
+# No benchmarks or shared libraries: nothing here runs them (the package tests run in Release).
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=address -DDPT_CUDA=OFF -DDPT_BUILD_BENCH=OFF \
+  -DDPT_INSTALL=OFF
 cmake --build "$build_dir" -j "$(nproc)"
 cd "$build_dir"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 build_dir=build-tsan
 # Without the CUDA backend: the sanitizers do not see into the CUDA runtime, and the GPU
 # tests skip on a machine without a GPU anyway.
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=thread -DDPT_CUDA=OFF
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=thread -DDPT_CUDA=OFF -DDPT_BUILD_BENCH=OFF \
+  -DDPT_INSTALL=OFF
 cmake --build "$build_dir" -j "$(nproc)" --target parallel_tests
 
 # GCC's OpenMP runtime (libgomp) is not instrumented, so ThreadSanitizer cannot see its
