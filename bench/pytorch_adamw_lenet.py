@@ -6,7 +6,6 @@ initialization (weights N(0, 0.01^2), biases 0), mean softmax cross-entropy, shu
 batches of 256, pixels scaled to [0, 1]. Prints one line per epoch and, last,
 `test acc: <float>`.
 usage: pytorch_adamw_lenet.py DATA_DIR EPOCHS LR WEIGHT_DECAY SEED"""
-import gzip
 import os
 import sys
 import time
@@ -16,13 +15,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def read_idx(path):
-    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+# The one IDX reader of the Python helpers.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data"))
+from write_formats import read_idx  # noqa: E402
 
 
 def split(root, prefix):
