@@ -5,13 +5,16 @@
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "commands.h"
 #include "dpt/data/source.h"
 #include "dpt/nn/init.h"
+#include "dpt/nn/registry.h"
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"
@@ -120,8 +123,7 @@ std::string with_flags(const std::string& message) {
 }
 
 // "Network to train (lenet or resnet18)": a help text with the library's choices.
-template <size_t N>
-std::string listing(const std::string& help, const std::array<std::string_view, N>& choices) {
+std::string listing(const std::string& help, std::span<const std::string_view> choices) {
   return help + " (" + choices_str(choices) + ")";
 }
 
@@ -156,7 +158,9 @@ void add_data_flags(CLI::App& cmd, data::DataOptions& d) {
 }
 
 void add_train_flags(CLI::App& train, train::JobConfig& j) {
-  train.add_option(flag("model"), j.model, listing("Network to train", train::kModels))->capture_default_str();
+  const std::vector<std::string> models = nn::model_names();  // the registry's: lenet, resnet18
+  train.add_option(flag("model"), j.model, listing("Network to train", std::vector<std::string_view>(models.begin(), models.end())))
+      ->capture_default_str();
   train
       .add_option(flag("api"), j.api,
                   listing("scratch: the lesson's from-scratch loop (LeNet only); concise: Module + DataParallel + "

@@ -26,6 +26,9 @@ export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 # together they would push CI past its 45-minute budget on 2 cores.
 heavy='^(RealData\.(TwoEpochsOfLeNetLearnFashionMnist|TwoEpochsWithANoOpAllreduceFallBelowTheBar|ResNet18LearnsOnASubset)'
 heavy+='|deterministic\.concise_resnet18_batchnorm|deterministic\.resume_on_other_device_count_resnet18'
-heavy+='|mpi\.dptrain\.deterministic_resnet18_np2_np4_equal_cpu1|cli\.resume_after_sigterm_resnet18_batchnorm)$'
+heavy+='|mpi\.dptrain\.deterministic_resnet18_np2_np4_equal_cpu1|cli\.resume_after_sigterm_resnet18_batchnorm'
+# data.formats trains a dozen models on every format (47 s here); the data layer's own
+# tests (data_test, data_transforms_test) run under the sanitizers.
+heavy+='|data\.formats)$'
 ASAN_OPTIONS="halt_on_error=1 abort_on_error=1 detect_leaks=1" ctest --output-on-failure -j "$(nproc)" -LE multihost \
   -E "$heavy"

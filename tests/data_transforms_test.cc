@@ -253,9 +253,10 @@ TEST(Prefetch, AFailingBatchThrowsFromNext) {
   }
 }
 
-// A folder of 12 coloured 9 x 7 PNG pictures in two classes, each one's pixels unlike the others'.
-std::filesystem::path picture_folder() {
-  const std::filesystem::path root = std::filesystem::temp_directory_path() / "dpt_folder_cache_test";
+// A folder of 12 coloured 9 x 7 PNG pictures in two classes, each one's pixels unlike the
+// others', named after the test (ctest runs tests at once).
+std::filesystem::path picture_folder(const std::string& test) {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() / ("dpt_folder_cache_" + test);
   std::filesystem::remove_all(root);
   for (int i = 0; i < 12; ++i) {
     const std::filesystem::path dir = root / (i % 2 ? "odd" : "even");
@@ -268,7 +269,7 @@ std::filesystem::path picture_folder() {
 }
 
 TEST(ImageFolderCache, HoldsWhatFitsAndFillsTheSameFloats) {
-  const std::filesystem::path root = picture_folder();
+  const std::filesystem::path root = picture_folder("holds");
   const ImageFolder streamed(root, {});
   ImageFolderOptions cached_options;
   cached_options.cache_bytes = 5 * 9 * 7 * 3 + 10;  // room for 5 pictures
@@ -284,7 +285,7 @@ TEST(ImageFolderCache, HoldsWhatFitsAndFillsTheSameFloats) {
 }
 
 TEST(ImageFolderCache, APictureCutShortIsFoundWhenOpened) {
-  const std::filesystem::path root = picture_folder();
+  const std::filesystem::path root = picture_folder("cut");
   const std::filesystem::path cut = root / "odd" / "1.png";
   std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 20);
   EXPECT_FALSE(picture_ends_whole(cut));

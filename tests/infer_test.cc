@@ -11,7 +11,10 @@
 #include "dpt/infer/image.h"
 #include "dpt/infer/model.h"
 #include "dpt/infer/predict.h"
+#include "dpt/nn/layers.h"
 #include "dpt/nn/lenet.h"
+#include "dpt/nn/registry.h"
+#include "dpt/ops/ops.h"
 #include "dpt/train/train_from_scratch.h"
 
 namespace dpt::infer {
@@ -82,6 +85,44 @@ TEST(InferModel, ScratchCheckpointGivesTheScratchLogits) {
   const std::vector<float> got = (*trained.net)(X).to_vector();
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(want[i], got[i]);
+}
+
+// A model of the user's own, registered by name: a checkpoint of it rebuilds into it, with
+// its trained values (what evaluate, predict and export then use).
+class Tiny : public nn::Cloneable<Tiny> {
+ public:
+  Tiny(const ImageShape& in, int64_t classes) {
+    register_module("fc", std::make_unique<nn::Linear>(in.numel(), classes));
+  }
+  Tensor forward(const Tensor& x) override { return child(0)(ops::flatten(x)); }
+};
+
+TEST(InferModel, ARegisteredModelOfYourOwnRebuildsFromItsCheckpoint) {
+  if (!nn::has_model("tiny_test_model")) {
+    nn::register_model("tiny_test_model", [](const ImageShape& in, int64_t classes) {
+      return std::make_unique<Tiny>(in, classes);
+    });
+  }
+  EXPECT_THROW(nn::register_model("tiny_test_model", [](const ImageShape& in, int64_t c) {
+                 return std::make_unique<Tiny>(in, c);
+               }),
+               std::invalid_argument);
+  data::DataInfo info;
+  info.shape = {1, 2, 2};
+  info.classes = {"a", "b", "c"};
+  const std::unique_ptr<nn::Module> saved = nn::build_model("tiny_test_model", info.shape, 3);
+  checkpoint::Checkpoint ckpt;
+  ckpt.model = "tiny_test_model";
+  ckpt.data = info;
+  for (const auto& [name, t] : saved->named_parameters()) {
+    std::vector<float> values(static_cast<size_t>(t.numel()));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i) - 1.0f;
+    ckpt.params.push_back({name, t.shape(), values});
+  }
+  TrainedModel trained = rebuild(ckpt, "tiny.ckpt");
+  ASSERT_NE(dynamic_cast<Tiny*>(trained.net.get()), nullptr);
+  EXPECT_EQ(trained.net->named_parameters()[0].second.to_vector(), ckpt.params[0].values);
+  EXPECT_FALSE(trained.net->is_training());
 }
 
 TEST(InferModel, UnknownModelIsRefused) {

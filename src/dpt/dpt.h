@@ -2,6 +2,7 @@
 //   tensors and devices       dpt::Tensor, dpt::Device, dpt::ImageShape
 //   autograd and ops          dpt::autograd::backward, dpt::ops::conv2d, relu, cross_entropy ...
 //   modules and models        dpt::nn::Module (subclass it), Conv2d, Linear, BatchNorm2d,
+//                             register_model / build_model (models by name),
 //                             Sequential, Residual, lenet_module, resnet18, init_weights
 //   optimizers                dpt::optim::SGD, the lesson's optim::sgd, learning-rate schedules
 //   data                      dpt::data::Dataset (implement it), load_data, InMemoryDataset,
@@ -28,6 +29,7 @@
 #include "dpt/nn/lenet.h"
 #include "dpt/nn/models.h"
 #include "dpt/nn/module.h"
+#include "dpt/nn/registry.h"
 #include "dpt/ops/ops.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"

@@ -18,7 +18,7 @@ source "$(dirname "$0")/expect_error.sh"
 missing="checkpoint $work/none.ckpt does not exist (pass a step-*.ckpt file that --checkpoint-dir wrote)"
 expect "$missing" evaluate --checkpoint "$work/none.ckpt" --data "$data"
 expect "$missing" predict --checkpoint "$work/none.ckpt" "$work/notes.txt"
-unknown="checkpoint $work/vgg.ckpt records the model 'vgg16', which this dptrain cannot build (it builds 'lenet (scratch API)', 'lenet', 'resnet18')"
+unknown="checkpoint $work/vgg.ckpt records the model 'vgg16', which this dptrain cannot build (it builds 'lenet (scratch API)', 'lenet', 'resnet18'; a program of yours registers its own with nn::register_model)"
 expect "$unknown" evaluate --checkpoint "$work/vgg.ckpt" --data "$data"
 expect "$unknown" predict --checkpoint "$work/vgg.ckpt" "$work/notes.txt"
 expect "cannot read image $work/notes.txt: not a picture (JPEG, PNG, PGM, BMP, GIF, TGA) nor an IDX images file (stb_image: unknown image type)" \

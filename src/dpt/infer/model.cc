@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
-#include "dpt/nn/models.h"
+#include "dpt/nn/registry.h"
 #include "dpt/train/train_from_scratch.h"
 
 namespace dpt::infer {
@@ -17,16 +17,16 @@ TrainedModel rebuild(const checkpoint::Checkpoint& checkpoint, const std::string
   out.epochs = static_cast<int64_t>(checkpoint.history.size());
   out.global_step = checkpoint.position.global_step;
   std::vector<checkpoint::NamedTensor> params = checkpoint.params;
-  if (checkpoint.model == train::kScratchModelName || checkpoint.model == "lenet") {
-    out.net = nn::lenet_module(checkpoint.data.shape, classes);
-  } else if (checkpoint.model == "resnet18") {
-    out.net = nn::resnet18(checkpoint.data.shape, classes);
-  } else {
-    std::string known;
-    for (std::string_view m : kCheckpointModels) known += (known.empty() ? "'" : ", '") + std::string(m) + "'";
+  // The from-scratch LeNet's parameters are the concise LeNet's (renamed below).
+  const std::string name = checkpoint.model == train::kScratchModelName ? "lenet" : checkpoint.model;
+  if (!nn::has_model(name)) {
+    std::string known = "'" + std::string(train::kScratchModelName) + "'";
+    for (const std::string& m : nn::model_names()) known += ", '" + m + "'";
     throw checkpoint::CheckpointError("checkpoint " + source + " records the model '" + checkpoint.model +
-                                      "', which this dptrain cannot build (it builds " + known + ")");
+                                      "', which this dptrain cannot build (it builds " + known +
+                                      "; a program of yours registers its own with nn::register_model)");
   }
+  out.net = nn::build_model(name, checkpoint.data.shape, classes);
   const std::vector<std::pair<std::string, Tensor>> named = out.net->named_parameters();
   if (checkpoint.model == train::kScratchModelName && params.size() == named.size()) {
     // W1, b1, ..., b4: the concise LeNet's parameters in the same order and shapes.

@@ -16,13 +16,10 @@
 
 namespace dpt::infer {
 
-// The models a checkpoint can record: the from-scratch loop's and the concise API's.
-inline constexpr std::array<std::string_view, 3> kCheckpointModels{"lenet (scratch API)", "lenet", "resnet18"};
-
 struct TrainedModel {
   std::string model;  // as the checkpoint records it, e.g. "lenet (scratch API)"
   data::DataInfo data;  // what it was trained on: input shape, classes, polarity, normalization
-  std::unique_ptr<nn::Sequential> net;
+  std::unique_ptr<nn::Module> net;
   int64_t epochs = 0;     // finished epochs of the run that wrote it
   int64_t global_step = 0;
 };

@@ -5,6 +5,7 @@
 
 #include "dpt/cuda/runtime.h"
 #include "dpt/nn/init.h"
+#include "dpt/nn/registry.h"
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/sgd.h"
@@ -46,7 +47,7 @@ OnNan parse_on_nan(std::string_view text) {
 }
 
 void validate(const JobConfig& job) {
-  check_choice("model", job.model, kModels);
+  nn::check_model_name(job.model);
   check_choice("api", job.api, kApis);
   check_choice("allreduce", job.allreduce, kAllreduces);
   check_choice("dist", job.dist, kDists);

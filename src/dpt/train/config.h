@@ -28,7 +28,6 @@ namespace dpt::train {
 // The choices of the enum-like fields, by name; help texts list them from here. (Those of
 // `init` and `precision` are nn::kInits and ops::kConvPrecisions, those of `lr_schedule` and
 // `lr_scaling` optim::kLrSchedules and optim::kLrScalings.)
-inline constexpr std::array<std::string_view, 2> kModels{"lenet", "resnet18"};
 inline constexpr std::array<std::string_view, 2> kApis{"scratch", "concise"};
 inline constexpr std::array<std::string_view, 2> kAllreduces{"naive", "ring"};
 inline constexpr std::array<std::string_view, 2> kOnNans{"stop", "skip"};
@@ -38,7 +37,7 @@ inline constexpr std::array<std::string_view, 3> kProgresses{"auto", "on", "off"
 // One training job as a front end describes it, before anything is parsed or checked.
 // The member names are the field names errors use.
 struct JobConfig {
-  std::string model = "lenet";   // kModels
+  std::string model = "lenet";   // a name in nn/registry.h's table (lenet, resnet18, or one registered)
   std::string api = "scratch";   // kApis: the lesson's from-scratch loop, or DataParallel + SGD
   std::string devices = "cpu:1"; // parallel::parse_device_list's forms
   int epochs = 10;

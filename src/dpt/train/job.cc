@@ -14,6 +14,7 @@
 #include "dpt/data/source.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/models.h"
+#include "dpt/nn/registry.h"
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/data_parallel.h"
@@ -64,8 +65,7 @@ data::LoadedData load_job_data(const JobConfig& job, const JobHooks& hooks) {
 
 // The model the job trains, sized from its data.
 std::unique_ptr<nn::Module> build_model(const JobConfig& job, const data::Dataset& data) {
-  if (job.model == "lenet") return nn::lenet_module(data.shape(), data.num_classes());
-  return nn::resnet18(data.shape(), data.num_classes());
+  return nn::build_model(job.model, data.shape(), data.num_classes());
 }
 
 RunOptions run_options(const JobConfig& job) {
