@@ -177,7 +177,8 @@ TEST(Pictures, PngRoundTripAndChannels) {
   EXPECT_EQ(p.width, 2);
   EXPECT_EQ(p.channels, 3);
   EXPECT_EQ(p.pixels, std::vector<uint8_t>(rgb, rgb + 12));
-  EXPECT_EQ(picture_channels(file), 3);
+  EXPECT_EQ(read_picture_header(file).channels, 3);
+  EXPECT_TRUE(read_picture_header(file).ends_whole);
   const Picture grey = with_channels(p, 1);
   EXPECT_EQ(grey.pixels[0], (255 * 77) >> 8);  // BT.601 luma, as stb_image computes it
   uint8_t chw[12];
@@ -288,8 +289,9 @@ TEST(ImageFolderCache, APictureCutShortIsFoundWhenOpened) {
   const std::filesystem::path root = picture_folder("cut");
   const std::filesystem::path cut = root / "odd" / "1.png";
   std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 20);
-  EXPECT_FALSE(picture_ends_whole(cut));
-  EXPECT_TRUE(picture_ends_whole(root / "odd" / "3.png"));
+  EXPECT_FALSE(read_picture_header(cut).ends_whole);
+  EXPECT_EQ(read_picture_header(cut).channels, 3) << "its header still reads";
+  EXPECT_TRUE(read_picture_header(root / "odd" / "3.png").ends_whole);
   try {
     const ImageFolder folder(root, {});
     FAIL() << "a cut PNG was taken";

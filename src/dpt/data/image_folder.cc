@@ -73,10 +73,11 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
   int64_t colour = 0;
   size_t kept = 0;
   for (size_t i = 0; i < files_.size(); ++i) {
-    const int channels = picture_channels(files_[i]);
-    const char* problem = channels == 0                     ? "neither libjpeg-turbo nor stb_image reads it"
-                          : !picture_ends_whole(files_[i]) ? "the file ends before the picture does (cut short)"
-                                                           : nullptr;
+    const PictureHeader header = read_picture_header(files_[i]);
+    const int channels = header.channels;
+    const char* problem = channels == 0          ? "neither libjpeg-turbo nor stb_image reads it"
+                          : !header.ends_whole ? "the file ends before the picture does (cut short)"
+                                               : nullptr;
     if (problem) {
       if (options_.on_bad_image == OnBadImage::stop) {
         throw DataError("cannot decode picture " + in_quotes(files_[i]) + ": " + problem + "; " + bad_image_fix());

@@ -86,11 +86,9 @@ Picture decode_picture(const std::vector<uint8_t>& bytes, const std::string& sou
   return is_jpeg(bytes) ? decode_jpeg(bytes, source) : decode_stb(bytes, source);
 }
 
-int picture_channels(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::vector<uint8_t> head(64 * 1024);
-  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
+namespace {
+
+int header_channels(const std::vector<uint8_t>& head) {
   if (is_jpeg(head)) {
     int width = 0, height = 0, subsampling = 0, colorspace = 0;
     if (tjDecompressHeader3(jpeg_decoder(), head.data(), static_cast<unsigned long>(head.size()), &width, &height,
@@ -104,20 +102,9 @@ int picture_channels(const std::filesystem::path& file) {
   return channels;
 }
 
-bool picture_ends_whole(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary | std::ios::ate);
-  const std::streamoff size = in.tellg();
-  if (size < 8) return true;  // too short to be either: the header check names it
-  std::vector<uint8_t> head(8);
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(head.data()), 8);
-  const std::streamoff tail_size = std::min<std::streamoff>(size, 64);
-  std::vector<uint8_t> tail(static_cast<size_t>(tail_size));
-  in.seekg(size - tail_size);
-  in.read(reinterpret_cast<char*>(tail.data()), tail_size);
-  if (!in) return true;
+bool ends_whole(const std::vector<uint8_t>& head, const std::vector<uint8_t>& tail) {
   static constexpr uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (std::equal(head.begin(), head.end(), png_signature)) {
+  if (head.size() >= 8 && std::equal(head.begin(), head.begin() + 8, png_signature)) {
     static constexpr uint8_t iend[8] = {'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};  // type and CRC
     return tail.size() >= 8 && std::equal(tail.end() - 8, tail.end(), iend);
   }
@@ -128,6 +115,29 @@ bool picture_ends_whole(const std::filesystem::path& file) {
     return false;
   }
   return true;
+}
+
+}  // namespace
+
+PictureHeader read_picture_header(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in.tellg();
+  if (!in || size <= 0) return {};
+  std::vector<uint8_t> head(static_cast<size_t>(std::min<std::streamoff>(size, 64 * 1024)));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  if (!in) return {};
+  // The last 64 bytes: from the head when it holds the whole file, else read from the end.
+  const std::streamoff tail_size = std::min<std::streamoff>(size, 64);
+  std::vector<uint8_t> tail(static_cast<size_t>(tail_size));
+  if (static_cast<std::streamoff>(head.size()) == size) {
+    std::copy(head.end() - tail_size, head.end(), tail.begin());
+  } else {
+    in.seekg(size - tail_size);
+    in.read(reinterpret_cast<char*>(tail.data()), tail_size);
+    if (!in) return {header_channels(head), true};
+  }
+  return {header_channels(head), ends_whole(head, tail)};
 }
 
 // By value: a picture that already has the channels (or size) is moved through, not copied.

@@ -21,13 +21,17 @@ struct Picture {
 Picture decode_picture(const std::vector<uint8_t>& bytes, const std::string& source);
 // The file's bytes; throws DataError naming the file when it cannot be read.
 std::vector<uint8_t> read_file(const std::filesystem::path& file);
-// The channel count the file's header declares (reading the header only); 0 when neither
-// decoder recognises it.
-int picture_channels(const std::filesystem::path& file);
-// Whether the file ends where a PNG or JPEG must (PNG: its IEND chunk; JPEG: the EOI
-// marker within its last 64 bytes), reading its tail only: how an interrupted copy or
-// download shows. True for the other formats, which have no such end mark.
-bool picture_ends_whole(const std::filesystem::path& file);
+// What a picture file's first 64 KiB and last 64 bytes tell, read in one open (an image
+// folder checks every picture so when it opens):
+//   channels    the count the header declares; 0 when neither decoder recognises it
+//   ends_whole  whether the file ends where a PNG or JPEG must (PNG: its IEND chunk;
+//               JPEG: the EOI marker within its last 64 bytes): how an interrupted copy
+//               or download shows. True for the other formats, which have no end mark.
+struct PictureHeader {
+  int channels = 0;
+  bool ends_whole = true;
+};
+PictureHeader read_picture_header(const std::filesystem::path& file);
 
 // `picture` with `channels` (1 or 3) channels: grey from colour by ITU-R BT.601 luma (as
 // stb_image computes it), colour from grey by copying, alpha dropped.
