@@ -3,10 +3,13 @@
 // from $DPT_TEST_MPI_FAULT (tests/support/fault_injecting_communicator.h). The library and
 // the dptrain executable carry no fault injection of their own.
 //
-// With $DPT_TEST_STATUS_DIR set, each rank writes the status run() returned to
-// "$DPT_TEST_STATUS_DIR/rankR.status", so that a test can check every rank's exit status
-// (mpirun itself reports only one).
+// With $DPT_TEST_STATUS_DIR set, each rank writes its process id to
+// "$DPT_TEST_STATUS_DIR/rankR.pid" once MPI has started (so that a test can signal one rank
+// by its number), and the status run() returned to "$DPT_TEST_STATUS_DIR/rankR.status", so
+// that a test can check every rank's exit status (mpirun itself reports only one).
 #include <mpi.h>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,15 +21,19 @@
 
 namespace {
 
-void write_status(int rank, int status) {
+// Writes VALUE to "$DPT_TEST_STATUS_DIR/rankR.SUFFIX" (nothing without the variable): first
+// to a temporary name, then renamed, so that a test polling for the file reads it whole.
+void write_rank_file(int rank, const char* suffix, long value) {
   const char* dir = std::getenv("DPT_TEST_STATUS_DIR");
   if (!dir || !*dir) return;
-  const std::string path = std::string(dir) + "/rank" + std::to_string(rank) + ".status";
-  if (FILE* file = std::fopen(path.c_str(), "w")) {
-    std::fprintf(file, "%d\n", status);
+  const std::string path = std::string(dir) + "/rank" + std::to_string(rank) + "." + suffix;
+  const std::string partial = path + ".partial";
+  if (FILE* file = std::fopen(partial.c_str(), "w")) {
+    std::fprintf(file, "%ld\n", value);
     std::fclose(file);
+    std::rename(partial.c_str(), path.c_str());
   } else {
-    std::fprintf(stderr, "dptrain_with_faults: cannot write %s\n", path.c_str());
+    std::fprintf(stderr, "dptrain_with_faults: cannot write %s\n", partial.c_str());
   }
 }
 
@@ -37,10 +44,11 @@ int main(int argc, char** argv) {
   dpt::cli::CliHooks hooks;
   hooks.wrap_communicator = [&rank](std::shared_ptr<dpt::parallel::Communicator> comm) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    write_rank_file(rank, "pid", static_cast<long>(getpid()));
     return std::make_shared<dpt::testing_support::FaultInjectingCommunicator>(
         std::move(comm), dpt::testing_support::fault_spec_from_env());
   };
   const int status = dpt::cli::run(argc, argv, hooks);
-  write_status(rank, status);
+  write_rank_file(rank, "status", status);
   return status;
 }
