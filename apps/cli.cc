@@ -377,7 +377,7 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  const train::JobHooks job_hooks{hooks.wrap_communicator, with_flags};
+  const train::JobHooks job_hooks{hooks.wrap_communicator, with_flags, hooks.check_replicas};
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate, with_flags);
   if (predict_cmd->parsed()) return run_predict(predict, with_flags);
   if (export_cmd->parsed()) return run_export(export_settings, with_flags);

@@ -14,6 +14,8 @@ struct CliHooks {
   // Applied, when set, to the MPI communicator the job creates (--dist mpi) before training
   // uses it: tests wrap it to inject faults.
   std::function<std::shared_ptr<parallel::Communicator>(std::shared_ptr<parallel::Communicator>)> wrap_communicator;
+  // train::JobHooks::check_replicas: tests turn it off to measure a broken allreduce.
+  bool check_replicas = true;
 };
 
 // `dptrain ARGS...`: the exit status (0, 1 for an error, 128 + N when stopped by signal N;

@@ -9,7 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include "dpt/data/idx_dataset.h"
 #include "dpt/autograd/engine.h"
 #include "dpt/data/idx_dataset.h"
 #include "dpt/nn/init.h"
@@ -22,6 +21,7 @@
 #include "dpt/train/config.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
+#include "support/no_op_gradient_allreduce.h"
 #include "test_support.h"
 
 using namespace dpt;
@@ -120,32 +120,7 @@ TEST(RealData, TwoEpochsOfLeNetLearnFashionMnist) {
   std::printf("two epochs on [cpu:0, cpu:1]: test acc %.3f (bar %.2f)\n", summary.test_acc, kRealDataBar);
 }
 
-// A communicator whose float allreduce (the gradients) does nothing: every other call,
-// the integer ones that carry the step's figures, the evaluation counts and the stop vote,
-// and the start-up broadcast, reaches the real one. What a broken gradient allreduce does.
-class NoOpGradientAllreduce final : public parallel::Communicator {
- public:
-  using Communicator::allreduce;
-  using Communicator::broadcast;
-  explicit NoOpGradientAllreduce(std::shared_ptr<parallel::Communicator> inner) : inner_(std::move(inner)) {}
-  int size() const override { return inner_->size(); }
-  std::string name() const override { return "no-op " + inner_->name(); }
-  void allreduce(int rank, void* data, size_t count, DType type, parallel::ReduceOp op) override {
-    if (type != DType::f32) inner_->allreduce(rank, data, count, type, op);
-  }
-  void broadcast(int rank, void* data, size_t count, DType type, int root) override {
-    inner_->broadcast(rank, data, count, type, root);
-  }
-  void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
-    inner_->alltoall(rank, send, receive, type);
-  }
-  void barrier(int rank) override { inner_->barrier(rank); }
-  void abort(const std::string& reason) override { inner_->abort(reason); }
-  size_t bytes_received(int rank) const override { return inner_->bytes_received(rank); }
-
- private:
-  std::shared_ptr<parallel::Communicator> inner_;
-};
+using testing_support::NoOpGradientAllreduce;
 
 // Two rank threads training LeNet from scratch on `train_data` over `comm`, one device
 // each, for `epochs`; the ranks' error messages ("" for none).

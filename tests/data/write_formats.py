@@ -10,7 +10,8 @@ dptrain reads, so that tests and benchmarks can compare them against the IDX fil
         order an image folder lists them (by class, then by name), for bit-for-bit comparisons
   OUT/cifar/data_batch_1..5.bin, test_batch.bin, batches.meta.txt
         a 3-channel 32x32 set in CIFAR-10's binary layout: every image padded to 32x32 and
-        coloured by its class (red, green and blue weights that differ per class)
+        tinted with a random colour of its own (red, green and blue weights drawn per
+        picture, not per class: the colour says nothing of the class, the shape does)
 
 usage: write_formats.py FASHION_MNIST_DIR OUT [--train N] [--test N] [--formats png,npy,...]
 """
@@ -44,14 +45,14 @@ def folder_name(c):
     return "%d_%s" % (c, CLASSES[c].replace("/", "-").replace(" ", "_"))
 
 
-def coloured(x, y, side=32):
-    """N x 3 x side x side: each image padded to the side and tinted by its class."""
+def coloured(x, seed, side=32):
+    """N x 3 x side x side: each image padded to the side and tinted with a random colour of
+    its own, drawn from the seed."""
     pad = (side - x.shape[1]) // 2
     grey = np.zeros((len(x), side, side), dtype=np.float32)
     grey[:, pad:pad + x.shape[1], pad:pad + x.shape[2]] = x
-    rng = np.random.RandomState(7)
-    tints = 0.35 + 0.65 * rng.rand(10, 3)  # a colour per class
-    return (grey[:, None, :, :] * tints[y][:, :, None, None]).round().astype(np.uint8)
+    tints = 0.35 + 0.65 * np.random.RandomState(seed).rand(len(x), 3)  # a colour per picture
+    return (grey[:, None, :, :] * tints[:, :, None, None]).round().astype(np.uint8)
 
 
 def main():
@@ -76,7 +77,7 @@ def main():
                 if "jpeg" in formats:
                     d = os.path.join(args.out, "jpeg", s, folder_name(label))
                     os.makedirs(d, exist_ok=True)
-                    rgb = coloured(image[None], np.array([label]), 32)[0].transpose(1, 2, 0)
+                    rgb = coloured(image[None], i, 32)[0].transpose(1, 2, 0)
                     big = cv2.resize(rgb, (args.jpeg_size, args.jpeg_size), interpolation=cv2.INTER_LINEAR)
                     cv2.imwrite(os.path.join(d, "%05d.jpg" % i), big[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, 90])
     if "png" in formats:  # the folder's order: class folders in turn, each in index order
@@ -103,9 +104,9 @@ def main():
         xtr, ytr = splits["train"]
         batches = np.array_split(np.arange(len(xtr)), 5)
         for b, idx in enumerate(batches):
-            write_cifar(os.path.join(d, "data_batch_%d.bin" % (b + 1)), coloured(xtr[idx], ytr[idx]), ytr[idx])
+            write_cifar(os.path.join(d, "data_batch_%d.bin" % (b + 1)), coloured(xtr[idx], b), ytr[idx])
         xte, yte = splits["test"]
-        write_cifar(os.path.join(d, "test_batch.bin"), coloured(xte, yte), yte)
+        write_cifar(os.path.join(d, "test_batch.bin"), coloured(xte, 5), yte)
         with open(os.path.join(d, "batches.meta.txt"), "w") as f:
             f.write("\n".join(CLASSES) + "\n\n")
 

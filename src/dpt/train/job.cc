@@ -115,6 +115,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   scratch.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
   scratch.accumulate = job.accumulate;
   scratch.run = run_options(job);
+  scratch.run.check_replicas = hooks.check_replicas;
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
       {job.epochs, job.metrics_file, job.resume, job.plot_file,
        job.model + " (" + job.api + ") on " + std::to_string(parallel::device_names(devices, group).size()) +

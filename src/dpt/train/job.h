@@ -20,6 +20,10 @@ struct JobHooks {
   // Every message printed (errors, warnings, a stop) passes through it: the front end's
   // names for the backquoted config fields (the CLI: its flags). Empty: as is.
   std::function<std::string(const std::string&)> wording;
+  // Whether a multi-process job compares its replicas after each epoch and stops when they
+  // differ (RunOptions::check_replicas). Tests turn it off to see the accuracy a run whose
+  // gradient allreduce is broken would report.
+  bool check_replicas = true;
 };
 
 // Trains as `job` says. Returns the exit status: 0; 1 after an error, printed as
