@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "dpt/data/source.h"
 #include "dpt/nn/init.h"
+#include "dpt/nn/loss.h"
 #include "dpt/nn/registry.h"
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
@@ -45,6 +46,8 @@ constexpr std::array kFieldFlags{
     FieldFlag{"beta2", "--beta2"},
     FieldFlag{"eps", "--eps"},
     FieldFlag{"weight_decay", "--weight-decay"},
+    FieldFlag{"loss", "--loss"},
+    FieldFlag{"label_smoothing", "--label-smoothing"},
     FieldFlag{"init", "--init"},
     FieldFlag{"seed", "--seed"},
     FieldFlag{"data_dir", "--data"},
@@ -213,6 +216,16 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train.add_flag(flag("nesterov"), j.nesterov, "SGD with Nesterov momentum (--api concise, --momentum > 0)");
   train.add_option(flag("weight_decay"), j.weight_decay,
                    "Weight decay: L2 for sgd and adam, decoupled for adamw (--api concise)")
+      ->capture_default_str();
+  train
+      .add_option(flag("loss"), j.loss,
+                  listing("The loss each device sums over its shard: softmax cross-entropy, or mean squared error "
+                          "against the labels' one-hot codes",
+                          nn::kLosses))
+      ->capture_default_str();
+  train
+      .add_option(flag("label_smoothing"), j.label_smoothing,
+                  "Cross-entropy against (1 - s) one-hot + s / classes, s in [0, 1) (0: off; 0.1 is usual)")
       ->capture_default_str();
   train.add_option(flag("beta1"), j.beta1, "Adam's decay of the gradient's mean (adam, adamw)")->capture_default_str();
   train.add_option(flag("beta2"), j.beta2, "Adam's decay of the gradient's square (adam, adamw)")->capture_default_str();

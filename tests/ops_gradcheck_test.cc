@@ -697,9 +697,9 @@ TEST(GradCheck, ReshapeOfAnOpOutputThenBack) {
 // ---------------------------------------------------------------------------------------
 // cross_entropy
 
-OpFn cross_entropy_with(std::vector<int64_t> labels, ops::Reduction reduction) {
-  return [labels = Tensor::from_labels(labels), reduction](const std::vector<Tensor>& in) {
-    return ops::cross_entropy(in[0], labels, reduction);
+OpFn cross_entropy_with(std::vector<int64_t> labels, ops::Reduction reduction, float label_smoothing = 0.0f) {
+  return [labels = Tensor::from_labels(labels), reduction, label_smoothing](const std::vector<Tensor>& in) {
+    return ops::cross_entropy(in[0], labels, reduction, label_smoothing);
   };
 }
 
@@ -720,6 +720,27 @@ TEST(GradCheck, CrossEntropyMean) {
 TEST(GradCheck, CrossEntropyLargeLogits) {
   // Logits around +-30: exp() would overflow float without the max shift.
   expect_gradients_match(cross_entropy_with({1, 0, 2}, ops::Reduction::sum), {random_tensor({3, 3}, 83, 30.0f)});
+}
+
+TEST(GradCheck, CrossEntropyWithLabelSmoothing) {
+  expect_gradients_match(cross_entropy_with({0, 3, 1, 3, 2}, ops::Reduction::none, 0.1f),
+                         {random_tensor({5, 4}, 84, 2.0f)});
+  expect_gradients_match(cross_entropy_with({2, 0, 1, 1}, ops::Reduction::sum, 0.3f), {random_tensor({4, 3}, 85, 2.0f)});
+  expect_gradients_match(cross_entropy_with({4, 0, 2}, ops::Reduction::mean, 0.5f), {random_tensor({3, 5}, 86, 2.0f)});
+}
+
+// ---------------------------------------------------------------------------------------
+// mse_loss (the targets need no gradient)
+
+OpFn mse_with(ops::Reduction reduction) {
+  return [reduction](const std::vector<Tensor>& in) { return ops::mse_loss(in[0], in[1], reduction); };
+}
+
+TEST(GradCheck, MseLossEveryReduction) {
+  for (const ops::Reduction reduction : {ops::Reduction::none, ops::Reduction::sum, ops::Reduction::mean}) {
+    expect_gradients_match(mse_with(reduction), {random_tensor({4, 5}, 87, 2.0f), random_tensor({4, 5}, 88, 1.0f)},
+                           {true, false});
+  }
 }
 
 // ---------------------------------------------------------------------------------------

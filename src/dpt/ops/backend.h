@@ -108,14 +108,20 @@ class Backend {
   // In place: into += from (same numel).
   virtual void accumulate(const Tensor& into, const Tensor& from) const = 0;
 
-  // Softmax cross-entropy of logits [N, K] against labels [N]; a label outside [0, K)
-  // throws std::invalid_argument naming it and its index.
-  virtual CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels,
-                                                   Reduction reduction) const = 0;
-  // d loss / d logits = (probs - onehot(labels)) * the upstream gradient (per example for
-  // none, grad_out[0] for sum, grad_out[0] / N for mean).
+  // Softmax cross-entropy of logits [N, K] against labels [N] smoothed by s in [0, 1): the
+  // target of row i is (1 - s) onehot(y_i) + s / K, its loss -sum_j target_j log p_ij; a
+  // label outside [0, K) throws std::invalid_argument naming it and its index.
+  virtual CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction,
+                                                   float label_smoothing) const = 0;
+  // d loss / d logits = (probs - target) * the upstream gradient (per example for none,
+  // grad_out[0] for sum, grad_out[0] / N for mean).
   virtual Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out,
-                                        Reduction reduction) const = 0;
+                                        Reduction reduction, float label_smoothing) const = 0;
+  // Squared error of x [N, K] against targets t [N, K], per example the mean over its K
+  // values: [N] for none, their sum or mean [1] otherwise (torch's MSELoss for mean).
+  virtual Tensor mse_forward(const Tensor& x, const Tensor& t, Reduction reduction) const = 0;
+  // d loss / d x = 2 (x - t) / K * the upstream gradient, scaled as cross_entropy_backward.
+  virtual Tensor mse_backward(const Tensor& x, const Tensor& t, const Tensor& grad_out, Reduction reduction) const = 0;
   virtual Tensor argmax(const Tensor& x) const = 0;  // [N, K] -> int64 [N]
   virtual int64_t count_correct(const Tensor& logits, const Tensor& labels) const = 0;
 

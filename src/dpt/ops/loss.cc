@@ -19,18 +19,38 @@ void check_logits_and_labels(const Tensor& logits, const Tensor& labels, const s
 }
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction) {
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction, float label_smoothing) {
   const std::string op = "cross_entropy";
   check_logits_and_labels(logits, labels, op);
-  CrossEntropyResult forward = backend_for(logits).cross_entropy_forward(logits, labels, reduction);
+  require(label_smoothing >= 0.0f && label_smoothing < 1.0f, op,
+          "label_smoothing " + std::to_string(label_smoothing) + " is outside [0, 1)");
+  CrossEntropyResult forward = backend_for(logits).cross_entropy_forward(logits, labels, reduction, label_smoothing);
   if (autograd::should_record({&logits})) {
-    autograd::record(
-        forward.loss, op, {&logits},
-        [probs = forward.probs, labels = labels.detach(), reduction](const Tensor& grad_out) {
-          return std::vector<Tensor>{backend_for(probs).cross_entropy_backward(probs, labels, grad_out, reduction)};
-        });
+    autograd::record(forward.loss, op, {&logits},
+                     [probs = forward.probs, labels = labels.detach(), reduction, label_smoothing](const Tensor& grad_out) {
+                       return std::vector<Tensor>{
+                           backend_for(probs).cross_entropy_backward(probs, labels, grad_out, reduction, label_smoothing)};
+                     });
   }
   return forward.loss;
+}
+
+Tensor mse_loss(const Tensor& x, const Tensor& targets, Reduction reduction) {
+  const std::string op = "mse_loss";
+  require_f32(x, op, "input");
+  require_f32(targets, op, "targets");
+  require(x.ndim() >= 1 && x.dim(0) > 0, op, "input " + shape_str(x.shape()) + " holds no examples");
+  require(x.shape() == targets.shape(), op,
+          "input " + shape_str(x.shape()) + " and targets " + shape_str(targets.shape()) +
+              " differ in shape (one target per output)");
+  require_same_device({&x, &targets}, op);
+  Tensor loss = backend_for(x).mse_forward(x, targets, reduction);
+  if (autograd::should_record({&x})) {
+    autograd::record(loss, op, {&x}, [x = x.detach(), targets = targets.detach(), reduction](const Tensor& grad_out) {
+      return std::vector<Tensor>{backend_for(x).mse_backward(x, targets, grad_out, reduction)};
+    });
+  }
+  return loss;
 }
 
 void check_labels(const Tensor& labels, int64_t classes) {

@@ -99,7 +99,14 @@ enum class Reduction { none, sum, mean };
 // wait for the GPU at every step: callers check them on the host, where the batch is cut
 // (parallel::shard_loss_sum). An out-of-range label there adds 0 to the loss, never reads
 // outside the row.
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction = Reduction::mean);
+// label_smoothing s in [0, 1) (torch's label_smoothing): each row's target is
+// (1 - s) onehot(label) + s / K instead of onehot(label).
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction = Reduction::mean,
+                     float label_smoothing = 0.0f);
+// Mean squared error of x [N, ...] against targets of the same shape, per example the mean
+// over its values: none -> [N]; mean -> [1], torch.nn.functional.mse_loss; sum -> [1].
+// Differentiable w.r.t. x (the targets get no gradient).
+Tensor mse_loss(const Tensor& x, const Tensor& targets, Reduction reduction = Reduction::mean);
 // Throws std::invalid_argument "cross_entropy: label L at index I is outside [0, K)" for
 // the first of `labels` (int64 [N] on the host) outside [0, classes).
 void check_labels(const Tensor& labels, int64_t classes);

@@ -63,7 +63,7 @@ void DataParallel::queue_forward_backward(const data::Batch& batch, GradientSync
 void DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync) {
   const auto forward = [&](int device, const Shard& shard) {
     Tensor logits = (*modules_[device])(shard.X);
-    Tensor loss = shard_loss_sum(logits, shard);
+    Tensor loss = shard_loss_sum(logits, shard, group_->options().loss.get());
     return ShardOutput{logits, loss};
   };
   // The gradient of the mean loss over the whole batch (with accumulation: over every

@@ -38,6 +38,7 @@
 #include "dpt/core/tensor.h"
 #include "dpt/data/dataset.h"
 #include "dpt/data/loader.h"
+#include "dpt/nn/loss.h"
 #include "dpt/ops/ops.h"
 #include "dpt/ops/precision.h"
 #include "dpt/parallel/chunk_tree.h"
@@ -62,6 +63,8 @@ struct ReplicaGroupOptions {
   // BatchNorm statistics over the job (replica_sum), so every replica must get examples in
   // every step. CPU devices, no buckets, no deterministic mode.
   bool sync_bn = false;
+  // The loss every shard's forward sums (shard_loss_sum); null: cross-entropy.
+  std::shared_ptr<const nn::Loss> loss = nullptr;
 };
 
 // What a replica holds that the group keeps equal: parameters (their gradients are

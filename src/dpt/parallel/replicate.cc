@@ -62,11 +62,12 @@ Tensor host_rows(const Tensor& t, int64_t begin, int64_t rows, Device device) {
 }
 }  // namespace
 
-Tensor shard_loss_sum(const Tensor& logits, const Shard& shard) {
-  if (shard.y.device().kind == Device::Kind::cuda) {
+Tensor shard_loss_sum(const Tensor& logits, const Shard& shard, const nn::Loss* loss) {
+  if (shard.y.device().kind == Device::Kind::cuda && logits.ndim() == 2) {
     ops::check_labels(shard.host_labels.defined() ? shard.host_labels : shard.y.to(Device::cpu()), logits.dim(1));
   }
-  return ops::cross_entropy(logits, shard.y, ops::Reduction::sum);  // the CPU backend checks its own
+  static const nn::CrossEntropyLoss cross_entropy;
+  return (loss ? *loss : cross_entropy).sum(logits, shard.y);  // the CPU backend checks its own labels
 }
 
 std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices, int64_t chunk) {

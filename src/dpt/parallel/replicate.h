@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dpt/core/tensor.h"
+#include "dpt/nn/loss.h"
 
 namespace dpt::parallel {
 
@@ -30,10 +31,10 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
 // Rows [begin, begin + rows) of a shard, copied.
 Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows);
 
-// The shard's softmax cross-entropy summed over its examples, from logits [n, K]: a label
-// outside [0, K) throws as the CPU backend's cross_entropy does (ops::check_labels), checked
-// on the host copy of the labels for a GPU shard (copied back only when a caller built the
-// shard without one).
-Tensor shard_loss_sum(const Tensor& logits, const Shard& shard);
+// The shard's `loss` summed over its examples, from outputs [n, K] (null: softmax
+// cross-entropy): a label outside [0, K) throws as the CPU backend's cross_entropy does
+// (ops::check_labels), checked on the host copy of the labels for a GPU shard (copied back
+// only when a caller built the shard without one).
+Tensor shard_loss_sum(const Tensor& logits, const Shard& shard, const nn::Loss* loss = nullptr);
 
 }  // namespace dpt::parallel

@@ -55,6 +55,12 @@ void validate(const JobConfig& job) {
   nn::parse_init(job.init);
   parse_on_nan(job.on_nan);
   optim::check_optimizer(job.optimizer, optimizer_settings(job));
+  try {
+    nn::make_loss(loss_settings(job));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(job.label_smoothing != 0.0f && job.loss == "cross-entropy" ? "label_smoothing" : "loss",
+                      e.what());
+  }
   ops::parse_conv_precision(job.precision);
   ops::parse_conv_algorithm(job.conv_algorithm);
   optim::parse_schedule(job.lr_schedule);

@@ -17,6 +17,7 @@
 
 #include "dpt/core/config_error.h"
 #include "dpt/data/source.h"
+#include "dpt/nn/loss.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/train/divergence_guard.h"
@@ -48,6 +49,8 @@ struct JobConfig {
   bool nesterov = false;         // concise API only (sgd with momentum)
   float weight_decay = 0.0f;     // concise API only
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam, adamw
+  std::string loss = "cross-entropy";  // nn::kLosses
+  float label_smoothing = 0.0f;        // cross-entropy
   std::string init = "lesson";   // nn::kInits; concise API only
   uint64_t seed = 0;             // parameter init and shuffling
   data::DataOptions data;        // where the data comes from and what happens to it (data/source.h)
@@ -76,6 +79,9 @@ struct JobConfig {
   bool sync_bn = false;                  // concise API: BatchNorm statistics over the global batch
   std::string trace_file;                // empty: none; else a Chrome trace and its timeline (trace_file.h)
 };
+
+// The loss's settings from the job's fields.
+inline nn::LossSettings loss_settings(const JobConfig& job) { return {job.loss, job.label_smoothing}; }
 
 // The optimizer's settings from the job's fields.
 inline optim::OptimizerSettings optimizer_settings(const JobConfig& job) {

@@ -114,6 +114,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   scratch.schedule = {optim::parse_schedule(job.lr_schedule), job.warmup_epochs};
   scratch.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
   scratch.accumulate = job.accumulate;
+  scratch.loss = nn::make_loss(loss_settings(job));
   scratch.run = run_options(job);
   scratch.run.check_replicas = hooks.check_replicas;
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
@@ -155,6 +156,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
                 job.warmup_epochs == 1 ? "" : "s", job.accumulate, job.accumulate == 1 ? "" : "es",
                 static_cast<long long>(job.batch_size), job.sync_bn ? "; BatchNorm synchronized over the devices" : "");
   }
+  if (job.loss != "cross-entropy" || job.label_smoothing > 0.0f) std::printf("loss: %s\n", scratch.loss->name().c_str());
   if (job.deterministic) {
     std::printf("deterministic: chunks of %lld examples, one thread each, summed in a fixed tree: the same bits on "
                 "any number of devices\n",
@@ -174,7 +176,8 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   nn::init_weights(*net, nn::parse_init(job.init), job.seed);
   parallel::DataParallel parallel_net(std::move(net), devices,
                                       parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,
-                                                                    deterministic_chunk(job), job.sync_bn});
+                                                                    deterministic_chunk(job), job.sync_bn,
+                                                                    scratch.loss});
   const std::unique_ptr<optim::Optimizer> optimizer =
       optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
   const TrainHistory history =

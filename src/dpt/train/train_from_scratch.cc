@@ -36,7 +36,8 @@ ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Te
     : config_(validated(config)),
       device_params_(replicate_to(initial_params, config.devices)),
       group_(config.devices, as_replicas(device_params_),
-             {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk}),
+             {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk,
+              false, config.loss}),
       lr_(config.lr) {}
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
@@ -53,7 +54,7 @@ void ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_
                               parallel::GradientSync sync) {
   const auto forward = [&](int device, const parallel::Shard& shard) {
     Tensor logits = nn::lenet(shard.X, device_params_[device]);
-    Tensor loss = parallel::shard_loss_sum(logits, shard);
+    Tensor loss = parallel::shard_loss_sum(logits, shard, group_.options().loss.get());
     return parallel::ShardOutput{logits, loss};
   };
   // Accumulated micro-batches add up: sgd divides their summed gradient by all their examples.

@@ -14,6 +14,7 @@
 
 #include "dpt/core/tensor.h"
 #include "dpt/data/dataset.h"
+#include "dpt/nn/loss.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
@@ -39,6 +40,7 @@ struct ScratchConfig {
   optim::LrSchedule schedule;               // the lr of every update from `lr` (optim/lr_schedule.h)
   optim::LrScaling lr_scaling = optim::LrScaling::none;
   int accumulate = 1;                       // micro-batches of batch_size per update
+  std::shared_ptr<const nn::Loss> loss = nullptr;  // summed over each shard; null: cross-entropy
 };
 
 // The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which

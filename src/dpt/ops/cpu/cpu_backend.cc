@@ -64,13 +64,19 @@ class CpuBackend final : public Backend {
   }
   Tensor add(const Tensor& a, const Tensor& b) const override { return cpu::add(a, b); }
   void accumulate(const Tensor& into, const Tensor& from) const override { cpu::accumulate(into, from); }
-  CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels,
-                                           Reduction reduction) const override {
-    return cpu::cross_entropy_forward(logits, labels, reduction);
+  CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction,
+                                           float label_smoothing) const override {
+    return cpu::cross_entropy_forward(logits, labels, reduction, label_smoothing);
   }
-  Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out,
-                                Reduction reduction) const override {
-    return cpu::cross_entropy_backward(probs, labels, grad_out, reduction);
+  Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction,
+                                float label_smoothing) const override {
+    return cpu::cross_entropy_backward(probs, labels, grad_out, reduction, label_smoothing);
+  }
+  Tensor mse_forward(const Tensor& x, const Tensor& t, Reduction reduction) const override {
+    return cpu::mse_forward(x, t, reduction);
+  }
+  Tensor mse_backward(const Tensor& x, const Tensor& t, const Tensor& grad_out, Reduction reduction) const override {
+    return cpu::mse_backward(x, t, grad_out, reduction);
   }
   Tensor argmax(const Tensor& x) const override { return cpu::argmax(x); }
   int64_t count_correct(const Tensor& logits, const Tensor& labels) const override {

@@ -133,8 +133,12 @@ void unpack(const float* flat, const std::vector<Tensor>& tensors, float scale);
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& velocity, const SgdStep& step);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& step);
-CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction);
-Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction);
+CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction,
+                                         float label_smoothing);
+Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction,
+                              float label_smoothing);
+Tensor mse_forward(const Tensor& x, const Tensor& t, Reduction reduction);
+Tensor mse_backward(const Tensor& x, const Tensor& t, const Tensor& grad_out, Reduction reduction);
 Tensor argmax(const Tensor& x);
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
 // The step ledger's kernels (ops/ledger.h).

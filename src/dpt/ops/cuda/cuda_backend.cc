@@ -125,28 +125,47 @@ class CudaBackend final : public Backend {
     cuda::accumulate(f32(into), f32(from), into.numel(), stream_of(into));
   }
 
-  CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels,
-                                           Reduction reduction) const override {
+  CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction,
+                                           float label_smoothing) const override {
     const int64_t n = logits.dim(0), k = logits.dim(1);
     const cudaStream_t s = stream_of(logits);
     Tensor probs = like(logits);
     Tensor losses = Tensor::empty({n}, DType::f32, logits.device());
     // Labels are checked on the host where the batch is cut (ops.h), not read back here.
-    cuda::softmax_cross_entropy(f32(logits), i64(labels), f32(probs), f32(losses), n, k, s);
-    if (reduction == Reduction::none) return {losses, probs};
-    Tensor total = Tensor::empty({1}, DType::f32, logits.device());
-    const float scale = reduction == Reduction::sum ? 1.0f : 1.0f / static_cast<float>(n);
-    cuda::sum_scaled(f32(losses), f32(total), n, scale, s);
-    return {total, probs};
+    cuda::softmax_cross_entropy(f32(logits), i64(labels), f32(probs), f32(losses), n, k, label_smoothing, s);
+    return {reduced(losses, reduction), probs};
   }
-  Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out,
-                                Reduction reduction) const override {
+  Tensor cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& grad_out, Reduction reduction,
+                                float label_smoothing) const override {
     const int64_t n = probs.dim(0), k = probs.dim(1);
     Tensor grad = like(probs);
     const float factor = reduction == Reduction::mean ? 1.0f / static_cast<float>(n) : 1.0f;
     cuda::cross_entropy_backward(f32(probs), i64(labels), f32(grad_out), f32(grad), n, k, reduction == Reduction::none,
-                                 factor, stream_of(probs));
+                                 factor, label_smoothing, stream_of(probs));
     return grad;
+  }
+  Tensor mse_forward(const Tensor& x, const Tensor& t, Reduction reduction) const override {
+    const int64_t n = x.dim(0);
+    Tensor losses = Tensor::empty({n}, DType::f32, x.device());
+    cuda::squared_error_rows(f32(x), f32(t), f32(losses), n, x.numel() / n, stream_of(x));
+    return reduced(losses, reduction);
+  }
+  Tensor mse_backward(const Tensor& x, const Tensor& t, const Tensor& grad_out, Reduction reduction) const override {
+    const int64_t n = x.dim(0);
+    Tensor grad = like(x);
+    const float factor = reduction == Reduction::mean ? 1.0f / static_cast<float>(n) : 1.0f;
+    cuda::squared_error_backward(f32(x), f32(t), f32(grad_out), f32(grad), n, x.numel() / n,
+                                 reduction == Reduction::none, factor, stream_of(x));
+    return grad;
+  }
+  // Per-example losses [N] as they are (none), or their sum or mean [1], on the device.
+  static Tensor reduced(const Tensor& losses, Reduction reduction) {
+    if (reduction == Reduction::none) return losses;
+    const int64_t n = losses.dim(0);
+    Tensor total = Tensor::empty({1}, DType::f32, losses.device());
+    const float scale = reduction == Reduction::sum ? 1.0f : 1.0f / static_cast<float>(n);
+    cuda::sum_scaled(f32(losses), f32(total), n, scale, stream_of(losses));
+    return total;
   }
   Tensor argmax(const Tensor& x) const override {
     Tensor out = Tensor::empty({x.dim(0)}, DType::i64, x.device());

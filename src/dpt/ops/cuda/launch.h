@@ -72,13 +72,20 @@ void batch_norm_update_running(float* running_mean, float* running_var, const fl
 
 // loss.cu. Labels are int64, checked by the caller on the host (ops::check_labels): one
 // outside [0, k) gets loss 0 here and is never used as an index.
+// Smoothed by s (Backend::cross_entropy_forward; 0: plain).
 void softmax_cross_entropy(const float* logits, const int64_t* labels, float* probs, float* losses, int64_t n,
-                           int64_t k, cudaStream_t stream);
+                           int64_t k, float label_smoothing, cudaStream_t stream);
 // out[0] = sum of v[0..n) times scale, in one block.
 void sum_scaled(const float* v, float* out, int64_t n, float scale, cudaStream_t stream);
-// grad = (probs - onehot(labels)) * scale_i, scale_i = grad_out[per_example ? i : 0] * factor.
+// grad = (probs - target) * scale_i, target = (1 - s) onehot(labels) + s / k,
+// scale_i = grad_out[per_example ? i : 0] * factor.
 void cross_entropy_backward(const float* probs, const int64_t* labels, const float* grad_out, float* grad, int64_t n,
-                            int64_t k, bool per_example, float factor, cudaStream_t stream);
+                            int64_t k, bool per_example, float factor, float label_smoothing, cudaStream_t stream);
+// losses[i] = mean over its k values of (x - t)^2, one thread per row, summed in double.
+void squared_error_rows(const float* x, const float* t, float* losses, int64_t n, int64_t k, cudaStream_t stream);
+// grad = 2 (x - t) / k * scale_i, scale_i as in cross_entropy_backward.
+void squared_error_backward(const float* x, const float* t, const float* grad_out, float* grad, int64_t n, int64_t k,
+                            bool per_example, float factor, cudaStream_t stream);
 void argmax_rows(const float* x, int64_t* out, int64_t n, int64_t k, cudaStream_t stream);
 // correct[0] += rows whose argmax (first maximum, as std::max_element) equals the label.
 void count_correct(const float* logits, const int64_t* labels, unsigned long long* correct, int64_t n, int64_t k,
