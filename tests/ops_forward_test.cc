@@ -16,6 +16,7 @@
 
 #include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
+#include "dpt/ops/adaptive_bins.h"
 #include "dpt/ops/cpu/layout.h"
 #include "dpt/ops/ops.h"
 #include "test_support.h"
@@ -576,6 +577,43 @@ TEST(OpErrors, BatchNormMomentumAndEps) {
 TEST(OpErrors, GlobalAvgPoolNeeds4D) {
   EXPECT_INVALID_ARGUMENT(ops::global_avg_pool2d(Tensor::zeros({2, 3, 4})),
                           "global_avg_pool2d: input must have 4 dimensions, got shape [2, 3, 4]");
+}
+
+// Adaptive average pooling against a naive reference: each output the mean of its bin,
+// torch's [floor(i H / OH), ceil((i + 1) H / OH)); equal to avg_pool2d where OH divides H,
+// and to global_avg_pool2d at 1 x 1.
+TEST(AdaptiveAvgPool, EveryBinIsTheMeanOfItsRowsAndColumns) {
+  const Tensor x = random_tensor({2, 3, 7, 5}, 40);
+  const int64_t oh = 3, ow = 2;
+  const std::vector<float> got = ops::adaptive_avg_pool2d(x, oh, ow).to_vector();
+  const float* v = x.data<float>();
+  for (int64_t p = 0; p < 6; ++p) {
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        const int64_t r0 = i * 7 / oh, r1 = ((i + 1) * 7 + oh - 1) / oh;
+        const int64_t c0 = j * 5 / ow, c1 = ((j + 1) * 5 + ow - 1) / ow;
+        double sum = 0.0;
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = c0; c < c1; ++c) sum += v[(p * 7 + r) * 5 + c];
+        EXPECT_NEAR(got[(p * oh + i) * ow + j], sum / static_cast<double>((r1 - r0) * (c1 - c0)), 1e-6)
+            << "plane " << p << ", bin (" << i << ", " << j << ")";
+      }
+    }
+  }
+  // The bins of 7 over 3 are [0, 3), [2, 5), [4, 7), as torch's.
+  EXPECT_EQ(ops::adaptive_bin(1, 7, 3).begin, 2);
+  EXPECT_EQ(ops::adaptive_bin(1, 7, 3).end, 5);
+}
+
+TEST(AdaptiveAvgPool, EqualsAvgPoolWhereTheBinsDivideAndGlobalPoolAtOne) {
+  const Tensor x = random_tensor({2, 4, 8, 8}, 41);
+  const std::vector<float> adaptive = ops::adaptive_avg_pool2d(x, 4, 4).to_vector();
+  const std::vector<float> pooled = ops::avg_pool2d(x, 2, 2).to_vector();
+  ASSERT_EQ(adaptive.size(), pooled.size());
+  for (size_t i = 0; i < pooled.size(); ++i) EXPECT_NEAR(adaptive[i], pooled[i], 1e-6) << i;
+  EXPECT_EQ(ops::adaptive_avg_pool2d(x, 1, 1).to_vector(), ops::global_avg_pool2d(x).to_vector());
+  EXPECT_INVALID_ARGUMENT(ops::adaptive_avg_pool2d(x, 0, 2),
+                          "adaptive_avg_pool2d: output size 0x2 must be at least 1x1");
 }
 
 }  // namespace

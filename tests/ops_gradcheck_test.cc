@@ -929,6 +929,14 @@ TEST(GradCheck, GlobalAvgPoolSquare) {
                          {random_tensor({2, 3, 4, 4}, 130)});
 }
 
+TEST(GradCheck, AdaptiveAvgPoolWithOverlappingBins) {
+  // 7 rows into 3 bins ([0, 3), [2, 5), [4, 7)) share rows; 5 columns into 2 share one.
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::adaptive_avg_pool2d(in[0], 3, 2); },
+                         {random_tensor({2, 3, 7, 5}, 132)});
+  expect_gradients_match([](const std::vector<Tensor>& in) { return ops::adaptive_avg_pool2d(in[0], 4, 6); },
+                         {random_tensor({1, 2, 4, 3}, 133)});  // more bins than columns: repeats
+}
+
 TEST(GradCheck, GlobalAvgPoolNonSquare) {
   expect_gradients_match([](const std::vector<Tensor>& in) { return ops::global_avg_pool2d(in[0]); },
                          {random_tensor({2, 3, 3, 5}, 131)});

@@ -2,9 +2,11 @@
 //   tensors and devices       dpt::Tensor, dpt::Device, dpt::ImageShape
 //   autograd and ops          dpt::autograd::backward, dpt::ops::conv2d, relu, cross_entropy ...
 //   modules and models        dpt::nn::Module (subclass it), Conv2d, Linear, BatchNorm2d,
+//                             Dropout, AdaptiveAvgPool2d, GELU, ...,
 //                             register_model / build_model (models by name),
+//   losses                    dpt::nn::Loss (subclass it), CrossEntropyLoss, MSELoss
 //                             Sequential, Residual, lenet_module, resnet18, init_weights
-//   optimizers                dpt::optim::SGD, the lesson's optim::sgd, learning-rate schedules
+//   optimizers                dpt::optim::SGD, Adam, AdamW, the lesson's optim::sgd, schedules
 //   data                      dpt::data::Dataset (implement it), load_data, InMemoryDataset,
 //                             transforms, BatchLoader
 //   data parallelism          dpt::parallel::DataParallel, and the lesson's replicate,
@@ -26,6 +28,7 @@
 #include "dpt/data/transforms.h"
 #include "dpt/nn/init.h"
 #include "dpt/nn/layers.h"
+#include "dpt/nn/loss.h"
 #include "dpt/nn/lenet.h"
 #include "dpt/nn/models.h"
 #include "dpt/nn/module.h"

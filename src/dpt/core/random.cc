@@ -5,6 +5,13 @@
 
 namespace dpt {
 
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 double uniform01(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 void fill_normal(const Tensor& t, float mean, float std, Rng& rng) {

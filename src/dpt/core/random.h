@@ -12,6 +12,10 @@ namespace dpt {
 
 using Rng = std::mt19937_64;
 
+// SplitMix64's finaliser: spreads nearby inputs (seed 1 vs 2, epoch 3 vs 4) into unrelated
+// values. The one seed mixer of the shuffle, the random transforms and Dropout's masks.
+uint64_t mix64(uint64_t x);
+
 // A uniform double in [0, 1) from the top 53 bits of one draw.
 double uniform01(Rng& rng);
 

@@ -15,13 +15,6 @@
 
 namespace dpt::data {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // Uniform in [0, n) without std::uniform_int_distribution, whose algorithm differs between
 // standard libraries. Rejecting the lowest 2^64 mod n draws leaves a range whose size is a
 // multiple of n, so the remainder is unbiased.
@@ -210,6 +203,8 @@ Batch BatchLoader::make(int64_t epoch, int64_t offset, const std::vector<int64_t
   out.images = Tensor::empty({count, shape_.channels, shape_.height, shape_.width}, DType::f32);
   out.labels = Tensor::empty({count}, DType::i64);
   out.global_size = global_count;
+  out.first_row = shard.begin;
+  out.number = epoch * num_batches() + offset;
   const Draw draw{seed_, epoch, augment_};
   float* image_out = out.images.data<float>();
   int64_t* label_out = out.labels.data<int64_t>();

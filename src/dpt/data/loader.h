@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "dpt/core/random.h"
 #include "dpt/core/tensor.h"
 #include "dpt/data/dataset.h"
 
@@ -21,6 +22,12 @@ struct Batch {
   // Examples in the global batch this one is a shard of (== B unless the loader is
   // sharded): what the SGD step divides by.
   int64_t global_size = 0;
+  // Where this batch sits in the run, the same on any device or process count: the row of
+  // its first example in the global batch (0 unless sharded), and the global batch's
+  // number, epoch * batches per epoch + batch in the epoch (-1: not from a loader).
+  // Dropout's masks are drawn from them (nn::StepContext).
+  int64_t first_row = 0;
+  int64_t number = -1;
 };
 
 // Rows [begin, end) of shard `index` when `rows` rows are cut into `count` shards as evenly
@@ -44,9 +51,7 @@ int64_t chunks_in(int64_t rows, int64_t chunk);
 // same with every standard library.
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
 
-// SplitMix64's finaliser: spreads nearby inputs (seed 1 vs 2, epoch 3 vs 4) into unrelated
-// generator seeds. The one seed mixer of the shuffle and of the random transforms.
-uint64_t mix64(uint64_t x);
+using dpt::mix64;  // core/random.h: the one seed mixer
 // Uniform in [0, n) from the generator's raw output, unbiased by rejection (the standard
 // fixes mt19937_64's output but not the distributions' algorithms).
 uint64_t uniform_below(std::mt19937_64& rng, uint64_t n);

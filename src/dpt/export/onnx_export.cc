@@ -118,10 +118,12 @@ class GraphBuilder {
       ints(n, "strides", {pool->stride(), pool->stride()});
       return out;
     }
-    if (dynamic_cast<const nn::GlobalAvgPool2d*>(&module)) {
+    const auto* adaptive = dynamic_cast<const nn::AdaptiveAvgPool2d*>(&module);
+    if (dynamic_cast<const nn::GlobalAvgPool2d*>(&module) || (adaptive && adaptive->out_h() == 1 && adaptive->out_w() == 1)) {
       node("GlobalAveragePool", path, {input}, out);
       return out;
     }
+    if (dynamic_cast<const nn::Dropout*>(&module)) return input;  // the identity at inference
     if (dynamic_cast<const nn::Flatten*>(&module)) {
       integer(node("Flatten", path, {input}, out), "axis", 1);
       return out;

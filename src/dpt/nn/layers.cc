@@ -146,4 +146,38 @@ void Residual::fold_batch_norms() {
   Module::fold_batch_norms();
 }
 
+Dropout::Dropout(float p, uint64_t seed) : p_(p), seed_(seed) {
+  if (!(p >= 0.0f && p < 1.0f)) {
+    throw std::invalid_argument("Dropout: p must be in [0, 1), got " + std::to_string(p) +
+                                " (the probability of zeroing a value; 0.5 is usual)");
+  }
+}
+
+Tensor Dropout::mask(int64_t step, int64_t first_row, int64_t n, int64_t per_example) const {
+  Tensor mask = Tensor::empty({n, per_example}, DType::f32, Device::cpu());
+  float* m = mask.data<float>();
+  const float kept = 1.0f / (1.0f - p_);
+  // 24 bits per draw: a float compare as torch's bernoulli makes, and exact for every p.
+  const uint32_t threshold = static_cast<uint32_t>(static_cast<double>(p_) * (1u << 24));
+  const uint64_t step_key = mix64(mix64(seed_) ^ static_cast<uint64_t>(step));
+  for (int64_t r = 0; r < n; ++r) {
+    const uint64_t example_key = mix64(step_key ^ static_cast<uint64_t>(first_row + r));
+    for (int64_t j = 0; j < per_example; ++j) {
+      const uint32_t draw = static_cast<uint32_t>(mix64(example_key ^ static_cast<uint64_t>(j)) >> 40);
+      m[r * per_example + j] = draw < threshold ? 0.0f : kept;
+    }
+  }
+  return mask;
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  if (!is_training() || p_ == 0.0f) return x;
+  if (x.ndim() < 1 || x.dim(0) == 0) return x;
+  const StepContext& context = step_context();
+  const int64_t step = context.step >= 0 ? context.step : calls_++;
+  const int64_t n = x.dim(0);
+  const Tensor m = mask(step, context.step >= 0 ? context.first_row : 0, n, x.numel() / n);
+  return ops::mul(x, ops::reshape(m, x.shape()).to(x.device()));
+}
+
 }  // namespace dpt::nn

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dpt/nn/module.h"
@@ -98,10 +99,49 @@ class MaxPool2d : public Cloneable<MaxPool2d> {
   int kernel_, stride_;
 };
 
+// In training, zeroes each value with probability p and scales the others by 1 / (1 - p)
+// (torch.nn.Dropout); the identity in eval mode. The mask is a pure function of (seed,
+// step, the example's row in the global batch, the value's index within the example), the
+// step and row coming from the replica engine (StepContext): so the same examples get the
+// same masks on any device or process count, and --deterministic keeps its bits; a resumed
+// run draws the uninterrupted run's masks. Give each Dropout of a network its own seed.
+// Outside the engine (no step set) each training call is a step of its own, counted by
+// this layer.
+class Dropout : public Cloneable<Dropout> {
+ public:
+  // Throws std::invalid_argument unless 0 <= p < 1.
+  explicit Dropout(float p = 0.5f, uint64_t seed = 0);
+  Tensor forward(const Tensor& x) override;
+  float p() const { return p_; }
+  uint64_t seed() const { return seed_; }
+  // The mask forward multiplies by, on the host: 0 or 1 / (1 - p) for each value of `n`
+  // examples of `per_example` values, the first at row `first_row` of step `step`'s batch.
+  Tensor mask(int64_t step, int64_t first_row, int64_t n, int64_t per_example) const;
+
+ private:
+  float p_;
+  uint64_t seed_;
+  int64_t calls_ = 0;  // training forwards without a step set
+};
+
 // [N, C, H, W] -> [N, C, 1, 1]: the mean over each channel.
 class GlobalAvgPool2d : public Cloneable<GlobalAvgPool2d> {
  public:
   Tensor forward(const Tensor& x) override;
+};
+
+// [N, C, H, W] -> [N, C, out_h, out_w] whatever H and W (torch.nn.AdaptiveAvgPool2d):
+// ops::adaptive_avg_pool2d; 1 x 1 is GlobalAvgPool2d's mean.
+class AdaptiveAvgPool2d : public Cloneable<AdaptiveAvgPool2d> {
+ public:
+  AdaptiveAvgPool2d(int64_t out_h, int64_t out_w) : out_h_(out_h), out_w_(out_w) {}
+  explicit AdaptiveAvgPool2d(int64_t out) : AdaptiveAvgPool2d(out, out) {}
+  Tensor forward(const Tensor& x) override { return ops::adaptive_avg_pool2d(x, out_h_, out_w_); }
+  int64_t out_h() const { return out_h_; }
+  int64_t out_w() const { return out_w_; }
+
+ private:
+  int64_t out_h_, out_w_;
 };
 
 class Flatten : public Cloneable<Flatten> {

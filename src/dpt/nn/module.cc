@@ -77,6 +77,11 @@ void Module::fold_batch_norms() {
   for (auto& [name, c] : children_) c->fold_batch_norms();
 }
 
+void Module::set_step_context(const StepContext& context) {
+  context_ = context;
+  for (auto& [name, child] : children_) child->set_step_context(context);
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, c] : children_) c->train(on);

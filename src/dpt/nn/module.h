@@ -14,6 +14,15 @@
 
 namespace dpt::nn {
 
+// Where a training forward sits in the run, for layers whose forward draws random numbers
+// (Dropout): the replica engine sets it on each replica before each shard's forward, from
+// the loader's batch, so that a draw depends on the example and not on the device that
+// computes it.
+struct StepContext {
+  int64_t step = -1;      // the global batch's number in the run (data::Batch::number); -1: none set
+  int64_t first_row = 0;  // the row of the input's first example in the global batch
+};
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -45,6 +54,10 @@ class Module {
   // (ops::sync_batch_norm2d); null: each with its own input's (the default). Every replica
   // must then run every forward and backward, as the sums are collectives.
   virtual void synchronize_batch_norm(std::shared_ptr<const ops::ReplicaSum> sum);
+
+  // Sets the context of this module and its children (the replica engine does it).
+  void set_step_context(const StepContext& context);
+  const StepContext& step_context() const { return context_; }
 
   void train(bool on = true);
   void eval() { train(false); }
@@ -79,6 +92,7 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
   bool training_ = true;
+  StepContext context_;
 };
 
 // Implements clone() through Derived's copy constructor (which copies its configuration;

@@ -73,6 +73,10 @@ class Backend {
   // Mean over each whole H x W plane: [N, C, H, W] -> [N, C, 1, 1].
   virtual Tensor global_avg_pool2d_forward(const Tensor& x) const = 0;
   virtual Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const = 0;
+  // x [N, C, H, W] -> [N, C, OH, OW]: output (i, j) is the mean of rows
+  // [floor(i H / OH), ceil((i + 1) H / OH)) and the same columns of W (torch's bins).
+  virtual Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t out_h, int64_t out_w) const = 0;
+  virtual Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const = 0;
 
   virtual BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                              bool use_batch_stats, const Tensor& mean, const Tensor& variance,
@@ -105,6 +109,8 @@ class Backend {
   virtual Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) const = 0;
 
   virtual Tensor add(const Tensor& a, const Tensor& b) const = 0;
+  // Elementwise a * b (same shape).
+  virtual Tensor multiply(const Tensor& a, const Tensor& b) const = 0;
   // In place: into += from (same numel).
   virtual void accumulate(const Tensor& into, const Tensor& from) const = 0;
 

@@ -7,7 +7,7 @@
 namespace dpt::ops {
 
 namespace {
-void check_add(const std::string& op, const Tensor& a, const Tensor& b) {
+void check_same_shape(const std::string& op, const Tensor& a, const Tensor& b) {
   require_f32(a, op, "left operand");
   require_f32(b, op, "right operand");
   require(a.shape() == b.shape(), op,
@@ -17,7 +17,7 @@ void check_add(const std::string& op, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  check_add("add", a, b);
+  check_same_shape("add", a, b);
   Tensor out = backend_for(a).add(a, b);
   if (autograd::should_record({&a, &b})) {
     // The sum passes its gradient unchanged to both sides; the engine copies before it
@@ -29,8 +29,20 @@ Tensor add(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+Tensor mul(const Tensor& a, const Tensor& b) {
+  check_same_shape("mul", a, b);
+  Tensor out = backend_for(a).multiply(a, b);
+  if (autograd::should_record({&a, &b})) {
+    autograd::record(out, "mul", {&a, &b}, [a = a.detach(), b = b.detach()](const Tensor& grad_out) {
+      const Backend& backend = backend_for(grad_out);
+      return std::vector<Tensor>{backend.multiply(grad_out, b), backend.multiply(grad_out, a)};
+    });
+  }
+  return out;
+}
+
 Tensor add_relu(const Tensor& a, const Tensor& b) {
-  check_add("add_relu", a, b);
+  check_same_shape("add_relu", a, b);
   const FusedKernels* fused = fused_kernels_for(a);
   if (!fused) return relu(add(a, b));
   Tensor out = fused->add_relu(a, b);

@@ -34,6 +34,10 @@ Tensor max_pool2d(const Tensor& x, int kernel, int stride);
 
 // Mean over each whole H x W plane: x [N, C, H, W] -> [N, C, 1, 1] (H and W may differ).
 Tensor global_avg_pool2d(const Tensor& x);
+// x [N, C, H, W] -> [N, C, out_h, out_w], each output the mean of its bin of rows and
+// columns (torch.nn.functional.adaptive_avg_pool2d's bins, ops/adaptive_bins.h), whatever
+// H and W: the head a network needs to take pictures of any size. 1 x 1 is global_avg_pool2d.
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
 
 // An elementwise activation (ops/activation.h), differentiable; the four below are it.
 Tensor activation(const Tensor& x, Activation a);
@@ -84,6 +88,8 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 
 // Elementwise sum of two tensors of the same shape.
 Tensor add(const Tensor& a, const Tensor& b);
+// Elementwise product of two tensors of the same shape (Dropout's mask), differentiable in both.
+Tensor mul(const Tensor& a, const Tensor& b);
 // relu(add(a, b)): a residual block's tail, in one pass where the backend fuses it.
 Tensor add_relu(const Tensor& a, const Tensor& b);
 

@@ -44,4 +44,20 @@ Tensor global_avg_pool2d(const Tensor& x) {
   return out;
 }
 
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
+  const std::string op = "adaptive_avg_pool2d";
+  require_rank(x, 4, op, "input");
+  require(out_h >= 1 && out_w >= 1, op,
+          "output size " + std::to_string(out_h) + "x" + std::to_string(out_w) + " must be at least 1x1");
+  require(x.dim(2) >= 1 && x.dim(3) >= 1, op, "input " + shape_str(x.shape()) + " has an empty plane");
+  if (out_h == 1 && out_w == 1) return global_avg_pool2d(x);
+  Tensor out = backend_for(x).adaptive_avg_pool2d_forward(x, out_h, out_w);
+  if (autograd::should_record({&x})) {
+    autograd::record(out, op, {&x}, [x_shape = x.shape()](const Tensor& grad_out) -> std::vector<Tensor> {
+      return {backend_for(grad_out).adaptive_avg_pool2d_backward(grad_out, x_shape)};
+    });
+  }
+  return out;
+}
+
 }  // namespace dpt::ops

@@ -46,7 +46,7 @@ DataParallel::DataParallel(std::unique_ptr<nn::Module> module, std::vector<Devic
 }
 
 StepResult DataParallel::forward_backward(const Tensor& X, const Tensor& y, GradientSync sync) {
-  step(group_->scatter(X, y), X.dim(0), sync);
+  step(group_->scatter(X, y), X.dim(0), -1, sync);
   return group_->read_ledger().figures;
 }
 
@@ -57,11 +57,15 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, GradientSync
 
 void DataParallel::queue_forward_backward(const data::Batch& batch, GradientSync sync) {
   const int64_t global_batch = batch.global_size > 0 ? batch.global_size : batch.labels.dim(0);
-  step(group_->scatter(batch), global_batch, sync);
+  step(group_->scatter(batch), global_batch, batch.number, sync);
 }
 
-void DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync) {
+void DataParallel::step(const std::vector<Shard>& shards, int64_t global_batch, int64_t number, GradientSync sync) {
+  const int64_t step_number = number >= 0 ? number : calls_;
+  ++calls_;
   const auto forward = [&](int device, const Shard& shard) {
+    // Dropout's masks follow the example (its row in the global batch), not the device.
+    modules_[device]->set_step_context({step_number, shard.first_row});
     Tensor logits = (*modules_[device])(shard.X);
     Tensor loss = shard_loss_sum(logits, shard, group_->options().loss.get());
     return ShardOutput{logits, loss};

@@ -77,12 +77,14 @@ class DataParallel {
   void eval() { train(false); }
 
  private:
-  void step(const std::vector<Shard>& shards, int64_t global_batch, GradientSync sync);
+  // `number`: the batch's number in the run (data::Batch::number; -1: count the calls).
+  void step(const std::vector<Shard>& shards, int64_t global_batch, int64_t number, GradientSync sync);
   bool fold_batch_norm_ = true;
 
   std::vector<std::unique_ptr<nn::Module>> modules_;  // one replica per device
   std::unique_ptr<ReplicaGroup> group_;
   int64_t accumulated_examples_ = 0;  // of the GradientSync::later calls since the last allreduce
+  int64_t calls_ = 0;                 // steps taken: the step number of batches without one
 };
 
 }  // namespace dpt::parallel

@@ -112,7 +112,7 @@ std::vector<Shard> ReplicaGroup::scatter(const Tensor& X, const Tensor& y) const
 
 std::vector<Shard> ReplicaGroup::scatter(const data::Batch& batch) const {
   if (!options_.process_group.distributed()) return scatter(batch.images, batch.labels);
-  return {Shard{batch.images, batch.labels, batch.labels}};
+  return {Shard{batch.images, batch.labels, batch.labels, batch.first_row}};
 }
 
 int ReplicaGroup::active_replicas(int64_t examples) const {

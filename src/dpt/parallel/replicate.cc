@@ -43,7 +43,7 @@ Tensor rows_of(const Tensor& t, int64_t begin, int64_t rows) {
 Shard shard_slice(const Shard& shard, int64_t begin, int64_t rows) {
   // The labels from the host copy split_batch kept (a GPU shard's y is on the GPU).
   Tensor labels = rows_of(shard.host_labels.defined() ? shard.host_labels : shard.y, begin, rows);
-  return {rows_of(shard.X, begin, rows), labels.to(shard.y.device()), labels};
+  return {rows_of(shard.X, begin, rows), labels.to(shard.y.device()), labels, shard.first_row + begin};
 }
 
 namespace {
@@ -70,7 +70,8 @@ Tensor shard_loss_sum(const Tensor& logits, const Shard& shard, const nn::Loss* 
   return (loss ? *loss : cross_entropy).sum(logits, shard.y);  // the CPU backend checks its own labels
 }
 
-std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices, int64_t chunk) {
+std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vector<Device>& devices, int64_t chunk,
+                               int64_t first_row) {
   const int64_t batch = X.dim(0);
   const int64_t n = static_cast<int64_t>(devices.size());
   if (y.dim(0) != batch) {
@@ -88,7 +89,8 @@ std::vector<Shard> split_batch(const Tensor& X, const Tensor& y, const std::vect
     const data::RowRange rows = data::shard_rows(batch, n, i, chunk);
     // Cut on the host, then sent to a GPU whole.
     Tensor labels = host_rows(y, rows.begin, rows.size(), devices[i]);
-    shards.push_back({host_rows(X, rows.begin, rows.size(), devices[i]).to(devices[i]), labels.to(devices[i]), labels});
+    shards.push_back({host_rows(X, rows.begin, rows.size(), devices[i]).to(devices[i]), labels.to(devices[i]), labels,
+                      first_row + rows.begin});
   }
   return shards;
 }

@@ -32,6 +32,12 @@ class CpuBackend final : public Backend {
   Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
     return cpu::global_avg_pool2d_backward(grad_out, x_shape);
   }
+  Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t out_h, int64_t out_w) const override {
+    return cpu::adaptive_avg_pool2d_forward(x, out_h, out_w);
+  }
+  Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
+    return cpu::adaptive_avg_pool2d_backward(grad_out, x_shape);
+  }
   BatchNormResult batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, bool use_batch_stats,
                                      const Tensor& mean, const Tensor& variance, float eps) const override {
     return cpu::batch_norm_forward(x, gamma, beta, use_batch_stats, mean, variance, eps);
@@ -63,6 +69,7 @@ class CpuBackend final : public Backend {
     return cpu::matmul(a, transpose_a, b, transpose_b);
   }
   Tensor add(const Tensor& a, const Tensor& b) const override { return cpu::add(a, b); }
+  Tensor multiply(const Tensor& a, const Tensor& b) const override { return cpu::multiply(a, b); }
   void accumulate(const Tensor& into, const Tensor& from) const override { cpu::accumulate(into, from); }
   CrossEntropyResult cross_entropy_forward(const Tensor& logits, const Tensor& labels, Reduction reduction,
                                            float label_smoothing) const override {

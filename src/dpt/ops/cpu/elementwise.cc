@@ -71,6 +71,18 @@ Tensor add_relu(const Tensor& a, const Tensor& b) {
   return add_then(a, b, [](float sum) { return sum > 0.0f ? sum : 0.0f; });
 }
 
+// Plain operands in, a plain product out: Dropout's mask meets a Linear's output (2-D) or
+// an activation read in plain order (data<float>() reorders a backend layout).
+Tensor multiply(const Tensor& a, const Tensor& b) {
+  Tensor out = Tensor::empty(a.shape(), DType::f32, a.device());
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  const int64_t n = a.numel();
+  for (int64_t i = 0; i < n; ++i) po[i] = pa[i] * pb[i];
+  return out;
+}
+
 void accumulate(const Tensor& into, const Tensor& from) {
   dnnl::memory::desc layout;
   if (keep_layouts.load(std::memory_order_relaxed) && (into.ndim() == 4 || from.ndim() == 4)) {

@@ -44,6 +44,8 @@ Tensor pool2d_backward(const Tensor& grad_out, const PoolResult& forward, PoolKi
 // Average over each whole H x W plane: x [N, C, H, W] -> [N, C, 1, 1] (H and W may differ).
 Tensor global_avg_pool2d_forward(const Tensor& x);
 Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape);
+Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t out_h, int64_t out_w);  // plain loops
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape);
 
 // Batch normalization over N, H, W of x; see ops::Backend. The primitive runs in the
 // layout x already has, and the output keeps it.
@@ -126,6 +128,7 @@ void sum_channels_blocked(const float* data, int64_t images, int64_t pixels, int
 void batch_norm_update_running(const Tensor& running_mean, const Tensor& running_var, const Tensor& mean,
                                const Tensor& variance, float momentum, double unbiased);
 Tensor add(const Tensor& a, const Tensor& b);
+Tensor multiply(const Tensor& a, const Tensor& b);  // plain loop, plain output
 Tensor add_relu(const Tensor& a, const Tensor& b);  // FusedKernels::add_relu
 void accumulate(const Tensor& into, const Tensor& from);
 void pack(const std::vector<Tensor>& tensors, float* flat);

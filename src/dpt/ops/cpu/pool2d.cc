@@ -1,6 +1,7 @@
 #include <dnnl.hpp>
 
 #include "dpt/ops/cpu/dnnl_context.h"
+#include "dpt/ops/adaptive_bins.h"
 #include "dpt/ops/cpu/kernels.h"
 #include "dpt/ops/cpu/layout.h"
 
@@ -114,6 +115,48 @@ Tensor global_avg_pool2d_forward(const Tensor& x) {
 Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) {
   const Window plane{x_shape[2], x_shape[3], x_shape[2], x_shape[3]};
   return pool_backward(grad_out, PoolResult{}, PoolKind::avg, plane, x_shape);
+}
+
+// Adaptive pooling's bins: plain loops over plain tensors (the bins overlap or differ in
+// size, which oneDNN's pooling does not express); the output is small.
+Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t out_h, int64_t out_w) {
+  const int64_t planes = x.dim(0) * x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor out = Tensor::empty({x.dim(0), x.dim(1), out_h, out_w}, DType::f32, x.device());
+  const float* in = x.data<float>();
+  float* o = out.data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < out_h; ++i) {
+      const AdaptiveBin rows = adaptive_bin(i, h, out_h);
+      for (int64_t j = 0; j < out_w; ++j) {
+        const AdaptiveBin cols = adaptive_bin(j, w, out_w);
+        float sum = 0.0f;
+        for (int64_t r = rows.begin; r < rows.end; ++r)
+          for (int64_t c = cols.begin; c < cols.end; ++c) sum += in[(p * h + r) * w + c];
+        o[(p * out_h + i) * out_w + j] = sum / static_cast<float>(rows.size() * cols.size());
+      }
+    }
+  }
+  return out;
+}
+
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) {
+  const int64_t planes = x_shape[0] * x_shape[1], h = x_shape[2], w = x_shape[3];
+  const int64_t out_h = grad_out.dim(2), out_w = grad_out.dim(3);
+  Tensor grad = Tensor::zeros(x_shape, DType::f32, grad_out.device());
+  const float* g = grad_out.data<float>();
+  float* gx = grad.data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t i = 0; i < out_h; ++i) {
+      const AdaptiveBin rows = adaptive_bin(i, h, out_h);
+      for (int64_t j = 0; j < out_w; ++j) {
+        const AdaptiveBin cols = adaptive_bin(j, w, out_w);
+        const float share = g[(p * out_h + i) * out_w + j] / static_cast<float>(rows.size() * cols.size());
+        for (int64_t r = rows.begin; r < rows.end; ++r)
+          for (int64_t c = cols.begin; c < cols.end; ++c) gx[(p * h + r) * w + c] += share;
+      }
+    }
+  }
+  return grad;
 }
 
 }  // namespace dpt::ops::cpu

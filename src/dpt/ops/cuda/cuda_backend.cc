@@ -53,6 +53,17 @@ class CudaBackend final : public Backend {
     cuda::plane_mean(f32(x), f32(out), x.dim(0) * channels(x), plane(x), stream_of(x));
     return out;
   }
+  Tensor adaptive_avg_pool2d_forward(const Tensor& x, int64_t out_h, int64_t out_w) const override {
+    Tensor out = Tensor::empty({x.dim(0), channels(x), out_h, out_w}, DType::f32, x.device());
+    cuda::adaptive_avg_pool(f32(x), f32(out), x.dim(0) * channels(x), x.dim(2), x.dim(3), out_h, out_w, stream_of(x));
+    return out;
+  }
+  Tensor adaptive_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
+    Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
+    cuda::adaptive_avg_pool_backward(f32(grad_out), f32(grad_x), x_shape[0] * x_shape[1], x_shape[2], x_shape[3],
+                                     grad_out.dim(2), grad_out.dim(3), stream_of(grad_out));
+    return grad_x;
+  }
   Tensor global_avg_pool2d_backward(const Tensor& grad_out, const Shape& x_shape) const override {
     Tensor grad_x = Tensor::empty(x_shape, DType::f32, grad_out.device());
     cuda::plane_mean_backward(f32(grad_out), f32(grad_x), x_shape[0] * x_shape[1], x_shape[2] * x_shape[3],
@@ -119,6 +130,11 @@ class CudaBackend final : public Backend {
   Tensor add(const Tensor& a, const Tensor& b) const override {
     Tensor out = like(a);
     cuda::add(f32(a), f32(b), f32(out), a.numel(), stream_of(a));
+    return out;
+  }
+  Tensor multiply(const Tensor& a, const Tensor& b) const override {
+    Tensor out = like(a);
+    cuda::multiply(f32(a), f32(b), f32(out), a.numel(), stream_of(a));
     return out;
   }
   void accumulate(const Tensor& into, const Tensor& from) const override {

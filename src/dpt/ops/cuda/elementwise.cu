@@ -1,4 +1,5 @@
 // Elementwise kernels and small reductions of the CUDA backend (see launch.h).
+#include "dpt/ops/adaptive_bins.h"
 #include "dpt/ops/cuda/grid.cuh"
 #include "dpt/ops/cuda/launch.h"
 
@@ -39,6 +40,9 @@ __global__ void activation_backward_kernel(const float* g, const float* x, float
 }
 __global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {
   DPT_GRID_STRIDE_LOOP(i, n) out[i] = a[i] + b[i];
+}
+__global__ void multiply_kernel(const float* a, const float* b, float* out, int64_t n) {
+  DPT_GRID_STRIDE_LOOP(i, n) out[i] = a[i] * b[i];
 }
 __global__ void accumulate_kernel(float* into, const float* from, int64_t n) {
   DPT_GRID_STRIDE_LOOP(i, n) into[i] += from[i];
@@ -103,6 +107,36 @@ __global__ void plane_mean_kernel(const float* x, float* out, int64_t plane) {
   sum = block_sum(sum);
   if (threadIdx.x == 0) out[blockIdx.x] = sum / static_cast<float>(plane);
 }
+// One thread per output value; backward one thread per input value, summing the shares of
+// the bins that hold it (no atomics: the same order every run).
+__global__ void adaptive_avg_pool_kernel(const float* x, float* out, int64_t planes, int64_t h, int64_t w,
+                                         int64_t out_h, int64_t out_w) {
+  DPT_GRID_STRIDE_LOOP(e, planes * out_h * out_w) {
+    const int64_t p = e / (out_h * out_w), i = e / out_w % out_h, j = e % out_w;
+    const ops::AdaptiveBin rows = ops::adaptive_bin(i, h, out_h), cols = ops::adaptive_bin(j, w, out_w);
+    float sum = 0.0f;
+    for (int64_t r = rows.begin; r < rows.end; ++r)
+      for (int64_t c = cols.begin; c < cols.end; ++c) sum += x[(p * h + r) * w + c];
+    out[e] = sum / static_cast<float>(rows.size() * cols.size());
+  }
+}
+__global__ void adaptive_avg_pool_backward_kernel(const float* g, float* gx, int64_t planes, int64_t h, int64_t w,
+                                                  int64_t out_h, int64_t out_w) {
+  DPT_GRID_STRIDE_LOOP(e, planes * h * w) {
+    const int64_t p = e / (h * w), r = e / w % h, c = e % w;
+    float sum = 0.0f;
+    for (int64_t i = r * out_h / h; i < out_h && ops::adaptive_bin(i, h, out_h).begin <= r; ++i) {
+      const ops::AdaptiveBin rows = ops::adaptive_bin(i, h, out_h);
+      if (r >= rows.end) continue;
+      for (int64_t j = c * out_w / w; j < out_w && ops::adaptive_bin(j, w, out_w).begin <= c; ++j) {
+        const ops::AdaptiveBin cols = ops::adaptive_bin(j, w, out_w);
+        if (c >= cols.end) continue;
+        sum += g[(p * out_h + i) * out_w + j] / static_cast<float>(rows.size() * cols.size());
+      }
+    }
+    gx[e] = sum;
+  }
+}
 __global__ void plane_mean_backward_kernel(const float* g, float* gx, int64_t total, int64_t plane) {
   DPT_GRID_STRIDE_LOOP(i, total) gx[i] = g[i / plane] / static_cast<float>(plane);
 }
@@ -116,6 +150,19 @@ void activation_backward(const float* g, const float* x, float* gx, int64_t n, o
 }
 void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
   DPT_LAUNCH(add_kernel, blocks_for(n), kThreads, 0, s, a, b, out, n);
+}
+void adaptive_avg_pool(const float* x, float* out, int64_t planes, int64_t h, int64_t w, int64_t out_h, int64_t out_w,
+                       cudaStream_t s) {
+  DPT_LAUNCH(adaptive_avg_pool_kernel, blocks_for(planes * out_h * out_w), kThreads, 0, s, x, out, planes, h, w, out_h,
+             out_w);
+}
+void adaptive_avg_pool_backward(const float* grad_out, float* grad_x, int64_t planes, int64_t h, int64_t w,
+                                int64_t out_h, int64_t out_w, cudaStream_t s) {
+  DPT_LAUNCH(adaptive_avg_pool_backward_kernel, blocks_for(planes * h * w), kThreads, 0, s, grad_out, grad_x, planes,
+             h, w, out_h, out_w);
+}
+void multiply(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
+  DPT_LAUNCH(multiply_kernel, blocks_for(n), kThreads, 0, s, a, b, out, n);
 }
 void accumulate(float* into, const float* from, int64_t n, cudaStream_t s) {
   DPT_LAUNCH(accumulate_kernel, blocks_for(n), kThreads, 0, s, into, from, n);

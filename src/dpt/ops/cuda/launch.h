@@ -32,6 +32,7 @@ inline void relu_forward(const float* x, float* y, int64_t n, cudaStream_t strea
   activation_forward(x, y, n, ops::Activation::relu, stream);
 }
 void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
+void multiply(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
 void accumulate(float* into, const float* from, int64_t n, cudaStream_t stream);
 // param -= lr * d, d = grad + decay * param, through the velocity when one is given
 // (velocity = first ? d : momentum * velocity + d; d = nesterov ? d + momentum * velocity
@@ -52,6 +53,11 @@ void sum_rows(const float* m, float* out, int64_t rows, int64_t cols, cudaStream
 // out[n, c] = mean of x[n, c, :] over a plane; backward spreads grad / plane.
 void plane_mean(const float* x, float* out, int64_t planes, int64_t plane, cudaStream_t stream);
 void plane_mean_backward(const float* grad_out, float* grad_x, int64_t planes, int64_t plane, cudaStream_t stream);
+// Adaptive average pooling of `planes` planes h x w into out_h x out_w (ops/adaptive_bins.h).
+void adaptive_avg_pool(const float* x, float* out, int64_t planes, int64_t h, int64_t w, int64_t out_h, int64_t out_w,
+                       cudaStream_t stream);
+void adaptive_avg_pool_backward(const float* grad_out, float* grad_x, int64_t planes, int64_t h, int64_t w,
+                                int64_t out_h, int64_t out_w, cudaStream_t stream);
 
 // batch_norm.cu: per channel c of x [N, C, plane]. eps is added to the variance. The sums
 // over a channel are split over batch_norm_parts(n, c, plane) blocks; `scratch` is device
