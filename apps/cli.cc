@@ -19,7 +19,7 @@
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"
-#include "dpt/train/job.h"
+#include "dpt/report/job.h"
 #include "dpt/version.h"
 
 namespace dpt::cli {
@@ -390,11 +390,11 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  const train::JobHooks job_hooks{hooks.wrap_communicator, with_flags, hooks.check_replicas};
+  const report::JobHooks job_hooks{hooks.wrap_communicator, with_flags, hooks.check_replicas};
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate, with_flags);
   if (predict_cmd->parsed()) return run_predict(predict, with_flags);
   if (export_cmd->parsed()) return run_export(export_settings, with_flags);
-  return info->parsed() ? train::show_checkpoint(checkpoint_file, job_hooks) : train::run_job(job, job_hooks);
+  return info->parsed() ? report::show_checkpoint(checkpoint_file, job_hooks) : report::run_job(job, job_hooks);
 }
 
 }  // namespace dpt::cli

@@ -14,7 +14,7 @@ struct CliHooks {
   // Applied, when set, to the MPI communicator the job creates (--dist mpi) before training
   // uses it: tests wrap it to inject faults.
   std::function<std::shared_ptr<parallel::Communicator>(std::shared_ptr<parallel::Communicator>)> wrap_communicator;
-  // train::JobHooks::check_replicas: tests turn it off to measure a broken allreduce.
+  // report::JobHooks::check_replicas: tests turn it off to measure a broken allreduce.
   bool check_replicas = true;
 };
 

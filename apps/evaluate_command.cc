@@ -6,6 +6,7 @@
 #include "dpt/core/config_error.h"
 #include "dpt/cuda/runtime.h"
 #include "dpt/infer/evaluation.h"
+#include "dpt/report/evaluation_report.h"
 #include "dpt/infer/model.h"
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/device_pool.h"
@@ -37,9 +38,9 @@ int run_evaluate(const EvaluateSettings& s, const Wording& wording) {
     const infer::Evaluation result =
         infer::evaluate(std::move(trained.net), devices, *test, s.batch_size, parallel::available_cores());
     const std::vector<std::string>& names = trained.data.classes;
-    std::printf("%s", infer::evaluation_text(result, names).c_str());
+    std::printf("%s", report::evaluation_text(result, names).c_str());
     if (!s.confusion_svg.empty()) {
-      infer::write_confusion_svg(s.confusion_svg, result, names, trained.model + ": confusion matrix");
+      report::write_confusion_svg(s.confusion_svg, result, names, trained.model + ": confusion matrix");
       std::printf("confusion matrix drawn in %s\n", s.confusion_svg.c_str());
     }
     return 0;

@@ -15,6 +15,7 @@
 #include "dpt/nn/lenet.h"
 #include "dpt/nn/registry.h"
 #include "dpt/ops/ops.h"
+#include "dpt/report/evaluation_report.h"
 #include "dpt/train/train_from_scratch.h"
 
 namespace dpt::infer {
@@ -67,7 +68,7 @@ TEST(InferEvaluation, FiguresFromTheMatrix) {
   EXPECT_EQ(e.correct(), 7);
   EXPECT_DOUBLE_EQ(e.accuracy(), 7.0 / 8.0);
   EXPECT_DOUBLE_EQ(e.class_accuracy(0), 0.75);
-  EXPECT_NE(confusion_svg(e, {"a<b", "c"}, "t").find("a&lt;b"), std::string::npos);
+  EXPECT_NE(report::confusion_svg(e, {"a<b", "c"}, "t").find("a&lt;b"), std::string::npos);
 }
 
 TEST(InferModel, ScratchCheckpointGivesTheScratchLogits) {

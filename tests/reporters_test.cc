@@ -1,6 +1,6 @@
 // The training reporters: JSON-lines metrics, the SVG loss/accuracy plot, the progress bar.
-#include "dpt/train/reporters.h"
-#include "dpt/train/console_reporter.h"
+#include "dpt/report/reporters.h"
+#include "dpt/report/console_reporter.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 
 #include "test_support.h"
 
-using namespace dpt::train;
+using namespace dpt::report;  // the reporters (dpt::train::EpochStats comes as report::EpochStats)
 using testing::HasSubstr;
 
 namespace {
@@ -366,7 +366,7 @@ TEST(ProgressBar, RejectsAStepOutsideTheEpoch) {
 
 // --progress: auto follows the terminal but stays off under mpirun; on and off are absolute.
 TEST(ShowProgress, AutoIsOnOnlyOnATerminalOutsideMpirun) {
-  using dpt::train::show_progress;
+  using dpt::report::show_progress;
   EXPECT_TRUE(show_progress("auto", /*stdout_is_terminal=*/true, /*under_mpirun=*/false));
   EXPECT_FALSE(show_progress("auto", true, true));
   EXPECT_FALSE(show_progress("auto", false, false));

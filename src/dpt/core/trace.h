@@ -1,4 +1,4 @@
-// Spans of a run's work for `--trace` (train/trace_file.h writes them as a Chrome/Perfetto
+// Spans of a run's work for `--trace` (report/trace_file.h writes them as a Chrome/Perfetto
 // trace): what each thread did and when. A thread names its lane once (the host's loop,
 // a device's worker, a device's communication thread); a Span then records its phase,
 // lane and begin/end time when it goes out of scope. Off unless enable() was called, and

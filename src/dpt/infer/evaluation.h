@@ -1,7 +1,7 @@
 // How well a trained model classifies a labelled data set: accuracy, per-class accuracy
 // and the confusion matrix, evaluated through the replica engine's split evaluation
 // (parallel::DataParallel::confusion_matrix: every test batch split over the devices, as
-// training evaluates), printed as text and drawn as an SVG picture.
+// training evaluates). report/evaluation_report.h prints and draws it.
 #pragma once
 
 #include <cstdint>
@@ -37,19 +37,5 @@ std::shared_ptr<const data::Dataset> test_data_for(const data::DataInfo& trained
 // (one replica each, sharing `cores`). Throws ConfigError for bad devices or batch size.
 Evaluation evaluate(std::unique_ptr<nn::Module> net, const std::vector<Device>& devices, const data::Dataset& data,
                     int64_t batch_size, int cores);
-
-// The report `dptrain evaluate` prints: the accuracy, one line per class with its accuracy
-// and count, and the confusion matrix (rows: true class, columns: predicted class).
-std::string evaluation_text(const Evaluation& evaluation, const std::vector<std::string>& class_names);
-
-// The confusion matrix as an SVG picture: one cell per (true, predicted) pair shaded by the
-// share of the true class's examples it holds, the count written in it, the class names
-// along both axes and each class's accuracy at the end of its row.
-std::string confusion_svg(const Evaluation& evaluation, const std::vector<std::string>& class_names,
-                          const std::string& title);
-
-// Writes confusion_svg(...) to `file`; throws std::runtime_error naming the path and reason.
-void write_confusion_svg(const std::filesystem::path& file, const Evaluation& evaluation,
-                         const std::vector<std::string>& class_names, const std::string& title);
 
 }  // namespace dpt::infer

@@ -1,5 +1,5 @@
 // Every check of a training configuration, in one place. The library's entry points
-// (train_lenet_from_scratch, train, run_training, run_job) call these; a front end does
+// (train_lenet_from_scratch, train, run_training, report::run_job) call these; a front end does
 // not check anything itself. Each check throws ConfigError naming the field at fault, in
 // messages that spell settings as backquoted field names ("`batch_size` 0 ..."), which a
 // front end rewrites into its own names (the CLI: its flags).

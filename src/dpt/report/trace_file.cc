@@ -1,13 +1,13 @@
-#include "dpt/train/trace_file.h"
+#include "dpt/report/trace_file.h"
 
 #include <nlohmann/json.hpp>
 
 #include "dpt/core/trace.h"
 #include "dpt/parallel/process_group.h"
-#include "dpt/train/svg.h"
-#include "dpt/train/trace_timeline.h"
+#include "dpt/report/svg.h"
+#include "dpt/report/trace_timeline.h"
 
-namespace dpt::train {
+namespace dpt::report {
 
 namespace {
 
@@ -95,4 +95,4 @@ std::string write_trace(const std::string& trace_file, const parallel::ProcessGr
          overlap_summary(timeline);
 }
 
-}  // namespace dpt::train
+}  // namespace dpt::report

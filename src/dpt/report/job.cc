@@ -1,4 +1,4 @@
-#include "dpt/train/job.h"
+#include "dpt/report/job.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,14 +21,17 @@
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/mpi_communicator.h"
 #include "dpt/parallel/process_group.h"
-#include "dpt/train/console_reporter.h"
+#include "dpt/report/console_reporter.h"
 #include "dpt/train/stop_request.h"
-#include "dpt/train/svg.h"
-#include "dpt/train/trace_file.h"
+#include "dpt/report/svg.h"
+#include "dpt/report/trace_file.h"
 #include "dpt/train/train_concise.h"
 #include "dpt/train/train_from_scratch.h"
 
-namespace dpt::train {
+namespace dpt::report {
+
+// The job drives the library's training entry points and their configuration.
+using namespace dpt::train;
 
 namespace {
 
@@ -181,7 +184,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   const std::unique_ptr<optim::Optimizer> optimizer =
       optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
   const TrainHistory history =
-      train(parallel_net, *optimizer, train_data, test_data,
+      train::train(parallel_net, *optimizer, train_data, test_data,
             {job.epochs, job.batch_size, job.seed, job.model, scratch.run, scratch.schedule, scratch.lr_scaling,
              job.accumulate},
             reporter.epoch_callback(), reporter.step_callback());
@@ -246,4 +249,4 @@ int show_checkpoint(const std::string& file, const JobHooks& hooks) {
   });
 }
 
-}  // namespace dpt::train
+}  // namespace dpt::report

@@ -13,7 +13,9 @@
 
 #include "dpt/train/stats.h"  // EpochStats
 
-namespace dpt::train {
+namespace dpt::report {
+
+using train::EpochStats;
 
 // One line per epoch, redrawn in place with '\r' on a terminal:
 //   epoch 3/10 [##########..........] 120/235  loss 0.512  acc 0.811  12.3 s
@@ -93,4 +95,4 @@ std::string svg_plot(const std::vector<EpochStats>& history, const std::string& 
 void write_svg_plot(const std::filesystem::path& file, const std::vector<EpochStats>& history,
                     const std::string& title);
 
-}  // namespace dpt::train
+}  // namespace dpt::report

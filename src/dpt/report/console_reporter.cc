@@ -1,10 +1,10 @@
-#include "dpt/train/console_reporter.h"
+#include "dpt/report/console_reporter.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
-namespace dpt::train {
+namespace dpt::report {
 
 bool show_progress(std::string_view mode, bool stdout_is_terminal, bool under_mpirun) {
   if (mode == "on") return true;
@@ -73,4 +73,4 @@ void ConsoleReporter::attach(RunOptions& run) {
   run.on_resume = [this](const ResumeInfo& info) { on_resume(info); };
 }
 
-}  // namespace dpt::train
+}  // namespace dpt::report

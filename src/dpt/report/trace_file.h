@@ -10,7 +10,7 @@
 
 #include "dpt/parallel/communicator.h"
 
-namespace dpt::train {
+namespace dpt::report {
 
 // Starts recording (trace::enable): call before the model's devices start.
 void start_trace();
@@ -23,4 +23,4 @@ std::string timeline_file(const std::string& trace_file);
 // it, rank 0 writes the files and the others return an empty line.
 std::string write_trace(const std::string& trace_file, const parallel::ProcessGroup& group);
 
-}  // namespace dpt::train
+}  // namespace dpt::report

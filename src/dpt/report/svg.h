@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-namespace dpt::train {
+namespace dpt::report {
 
 // printf into a std::string (GCC 12 has no std::format).
 std::string strprintf(const char* format, ...) __attribute__((format(printf, 1, 2)));
@@ -19,4 +19,4 @@ void write_text_file(const std::filesystem::path& file, const std::string& text,
 // write_text_file(file, svg, "SVG plot").
 void write_svg_file(const std::filesystem::path& file, const std::string& svg);
 
-}  // namespace dpt::train
+}  // namespace dpt::report

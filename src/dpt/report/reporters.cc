@@ -1,4 +1,4 @@
-#include "dpt/train/reporters.h"
+#include "dpt/report/reporters.h"
 
 #include <unistd.h>
 
@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "dpt/train/svg.h"
+#include "dpt/report/svg.h"
 
-namespace dpt::train {
+namespace dpt::report {
 
 namespace {
 
@@ -320,4 +320,4 @@ void write_svg_plot(const std::filesystem::path& file, const std::vector<EpochSt
   write_svg_file(file, svg_plot(history, title));
 }
 
-}  // namespace dpt::train
+}  // namespace dpt::report

@@ -10,11 +10,17 @@
 #include <string_view>
 #include <vector>
 
-#include "dpt/train/reporters.h"
+#include "dpt/report/reporters.h"
 #include "dpt/train/stats.h"
 #include "dpt/train/training_loop.h"
 
-namespace dpt::train {
+namespace dpt::report {
+
+using train::EpochCallback;
+using train::EpochStats;
+using train::ResumeInfo;
+using train::RunOptions;
+using train::StepCallback;
 
 struct ConsoleReporterOptions {
   int epochs = 10;             // for "epoch 3/10"
@@ -57,4 +63,4 @@ class ConsoleReporter {
   std::vector<EpochStats> history_;
 };
 
-}  // namespace dpt::train
+}  // namespace dpt::report

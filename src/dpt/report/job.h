@@ -11,7 +11,9 @@
 #include "dpt/parallel/communicator.h"
 #include "dpt/train/config.h"
 
-namespace dpt::train {
+namespace dpt::report {
+
+using train::JobConfig;
 
 struct JobHooks {
   // Applied, when set, to the MPI communicator of a multi-process job before training
@@ -36,4 +38,4 @@ int run_job(JobConfig job, const JobHooks& hooks = {});
 // the exit status as run_job does.
 int show_checkpoint(const std::string& file, const JobHooks& hooks = {});
 
-}  // namespace dpt::train
+}  // namespace dpt::report

@@ -1,4 +1,4 @@
-#include "dpt/train/svg.h"
+#include "dpt/report/svg.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace dpt::train {
+namespace dpt::report {
 
 std::string strprintf(const char* format, ...) {
   va_list args;
@@ -63,4 +63,4 @@ void write_text_file(const std::filesystem::path& file, const std::string& text,
 
 void write_svg_file(const std::filesystem::path& file, const std::string& svg) { write_text_file(file, svg, "SVG plot"); }
 
-}  // namespace dpt::train
+}  // namespace dpt::report

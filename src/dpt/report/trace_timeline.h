@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace dpt::train {
+namespace dpt::report {
 
 struct TimelineSpan {
   std::string name;      // trace::phase_name
@@ -45,4 +45,4 @@ struct Timeline {
 Timeline draw_timeline(const std::vector<TimelineSpan>& spans, const std::vector<TimelineLane>& lanes, int skip = 2,
                        int steps = 3);
 
-}  // namespace dpt::train
+}  // namespace dpt::report

@@ -1,4 +1,4 @@
-#include "dpt/train/trace_timeline.h"
+#include "dpt/report/trace_timeline.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 #include <set>
 #include <utility>
 
-#include "dpt/train/svg.h"
+#include "dpt/report/svg.h"
 
-namespace dpt::train {
+namespace dpt::report {
 
 namespace {
 
@@ -213,4 +213,4 @@ Timeline draw_timeline(const std::vector<TimelineSpan>& spans, const std::vector
   return out;
 }
 
-}  // namespace dpt::train
+}  // namespace dpt::report
