@@ -318,6 +318,7 @@ int main(int argc, char** argv) {
   std::string model = "lenet";
   int64_t batch = 0;  // 0: the model's default
   int threads = 1;
+  ops::ExecutionOptions execution;
   for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
     if (i + 1 >= argc ||
@@ -330,13 +331,14 @@ int main(int argc, char** argv) {
     if (flag == "--model") model = argv[i + 1];
     if (flag == "--batch") batch = std::stoll(argv[i + 1]);
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
-    if (flag == "--algorithm") ops::set_conv_algorithm(ops::parse_conv_algorithm(argv[i + 1]));
+    if (flag == "--algorithm") execution.conv_algorithm = ops::parse_conv_algorithm(argv[i + 1]);
   }
   if (model != "lenet" && model != "resnet18") {
     std::fprintf(stderr, "layer_roofline: unknown --model '%s': expected lenet or resnet18\n", model.c_str());
     return 2;
   }
   if (batch == 0) batch = model == "lenet" ? 128 : 64;
+  const ops::ExecutionScope run_options(execution);  // the layers run on this thread
   flush_denormals_on_this_thread();
   omp_set_num_threads(threads);
 

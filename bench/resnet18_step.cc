@@ -2,7 +2,7 @@
 // forward on the CPU backend: how many layout reorders each runs, and how long it takes, in
 // two variants alternated step by step in one run, so that the machine's drift slows both
 // alike:
-//   --compare fusion (default): every layer as its own op ("unfused": nn::set_layer_fusion
+//   --compare fusion (default): every layer as its own op ("unfused": ExecutionOptions::fusion
 //     and ops::set_fused_kernels off) against the fusion pass with the fused kernels ("fused");
 //   --compare layouts: add and accumulate reading their operands plain, as before 2026-12-04
 //     ("plain"), against activations kept in the convolutions' layout ("kept");
@@ -13,6 +13,7 @@
 //
 //   build/bench/resnet18_step [--batch 32] [--steps 4] [--compare fusion|layouts|algorithm] [--fold-only]
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,7 @@
 #include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/ops.h"
 #include "dpt/ops/precision.h"
+#include "dpt/ops/testing.h"
 
 using dpt::Tensor;
 namespace nn = dpt::nn;
@@ -74,12 +76,15 @@ int main(int argc, char** argv) {
   const bool fusion = compare == "fusion", algorithm = compare == "algorithm";
   const char* names[2] = {fusion ? "unfused" : algorithm ? "direct" : "plain",
                           fusion ? "fused" : algorithm ? "winograd" : "kept"};
+  std::optional<dpt::ops::ExecutionScope> scope;  // this thread's execution options for the variant
   const auto select = [&](int variant) {
+    scope.reset();
     if (fusion) {
-      nn::set_layer_fusion(variant == 1);
+      scope.emplace(dpt::ops::ExecutionOptions{.fusion = variant == 1});
       dpt::ops::set_fused_kernels(variant == 1);
     } else if (algorithm) {
-      dpt::ops::set_conv_algorithm(variant == 1 ? dpt::ops::ConvAlgorithm::winograd : dpt::ops::ConvAlgorithm::direct);
+      scope.emplace(dpt::ops::ExecutionOptions{
+          .conv_algorithm = variant == 1 ? dpt::ops::ConvAlgorithm::winograd : dpt::ops::ConvAlgorithm::direct});
     } else {
       cpu::set_keep_activation_layouts(variant == 1);
     }

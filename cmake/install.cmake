@@ -56,7 +56,7 @@ install(TARGETS dptrain_shared dptrain_onnx EXPORT dptrainTargets
 # The headers of every layer but the backends' internals (oneDNN, CUDA, cuDNN types).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/dpt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT library
         FILES_MATCHING PATTERN "*.h"
-        REGEX "dpt/ops/(cpu|cuda)$" EXCLUDE REGEX "dpt/cuda$" EXCLUDE REGEX "dpt/report$" EXCLUDE)
+        REGEX "dpt/ops/(cpu|cuda)$" EXCLUDE REGEX "dpt/cuda$" EXCLUDE REGEX "dpt/report$" EXCLUDE PATTERN "testing.h" EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/generated/dpt/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dpt
         COMPONENT library)
 

@@ -26,6 +26,8 @@
 #include "dpt/nn/models.h"
 #include "dpt/ops/fused_kernels.h"
 #include "dpt/ops/ops.h"
+#include "dpt/ops/precision.h"
+#include "dpt/ops/testing.h"
 #include "test_support.h"
 
 using dpt::Tensor;
@@ -35,19 +37,17 @@ namespace ops = dpt::ops;
 namespace {
 using dpt::testing_support::random_images;
 
-// Runs the test body with the pass (and the backends' fused kernels) on or off, restoring both.
+// Runs the test body with the pass (this thread's execution options) and the backends' fused
+// kernels (a test-only switch, ops/testing.h) on or off, restoring both.
 class Fusion {
  public:
-  Fusion(bool pass, bool kernels) {
-    nn::set_layer_fusion(pass);
-    ops::set_fused_kernels(kernels);
-  }
-  ~Fusion() {
-    nn::set_layer_fusion(true);
-    ops::set_fused_kernels(true);
-  }
+  Fusion(bool pass, bool kernels) : scope_(ops::ExecutionOptions{.fusion = pass}) { ops::set_fused_kernels(kernels); }
+  ~Fusion() { ops::set_fused_kernels(true); }
   Fusion(const Fusion&) = delete;
   Fusion& operator=(const Fusion&) = delete;
+
+ private:
+  ops::ExecutionScope scope_;
 };
 
 std::string last_op(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->op : "<none>"; }

@@ -455,9 +455,9 @@ TEST(Conv2dBf16, StaysWithinTheRoundingOfItsOperandsInEveryPass) {
   if (!dpt::ops::cpu_has_bf16()) {
     GTEST_SKIP() << "this CPU has no avx512_bf16, so --precision bf16 is refused here and there is nothing to test";
   }
-  struct PrecisionScope {  // the setting is process-wide: put fp32 back whatever happens
-    explicit PrecisionScope(dpt::ops::ConvPrecision p) { dpt::ops::set_conv_precision(p); }
-    ~PrecisionScope() { dpt::ops::set_conv_precision(dpt::ops::ConvPrecision::fp32); }
+  struct PrecisionScope {  // this thread's precision for the scope
+    explicit PrecisionScope(dpt::ops::ConvPrecision p) : scope(dpt::ops::ExecutionOptions{.precision = p}) {}
+    dpt::ops::ExecutionScope scope;
   };
   const auto abs_of = [](const Tensor& t) {
     Tensor out = Tensor::empty(t.shape());

@@ -223,13 +223,13 @@ void expect_algorithm(const ConvCase& c, const Shape& out, tag layout, ops::Conv
   }
 }
 
-// Sets the convolutions' algorithm for one scope, then restores the default (Winograd).
+// The convolutions' algorithm on this thread for one scope (ops::ExecutionScope).
 class ConvAlgorithmScope {
  public:
-  explicit ConvAlgorithmScope(ops::ConvAlgorithm a) { ops::set_conv_algorithm(a); }
-  ~ConvAlgorithmScope() { ops::set_conv_algorithm(ops::ConvAlgorithm::winograd); }
-  ConvAlgorithmScope(const ConvAlgorithmScope&) = delete;
-  ConvAlgorithmScope& operator=(const ConvAlgorithmScope&) = delete;
+  explicit ConvAlgorithmScope(ops::ConvAlgorithm a) : scope_(ops::ExecutionOptions{.conv_algorithm = a}) {}
+
+ private:
+  ops::ExecutionScope scope_;
 };
 
 struct ConvReferences {

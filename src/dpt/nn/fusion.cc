@@ -1,14 +1,12 @@
 #include "dpt/nn/fusion.h"
 
-#include <atomic>
-
 #include "dpt/nn/layers.h"
 #include "dpt/ops/ops.h"
+#include "dpt/ops/precision.h"
 
 namespace dpt::nn {
 
 namespace {
-std::atomic<bool> fusion_on{true};
 
 template <class Layer>
 Layer* layer_at(const std::vector<Module*>& layers, size_t i) {
@@ -41,8 +39,7 @@ size_t run_fused_at(const std::vector<Module*>& layers, size_t i, Tensor& h) {
 }
 }  // namespace
 
-void set_layer_fusion(bool on) { fusion_on.store(on); }
-bool layer_fusion_enabled() { return fusion_on.load(std::memory_order_relaxed); }
+bool layer_fusion_enabled() { return ops::execution().fusion; }
 
 Tensor run_layers(const std::vector<Module*>& layers, const Tensor& x) {
   Tensor h = x;

@@ -22,9 +22,8 @@ class Module;
 class Conv2d;
 class BatchNorm2d;
 
-// Whether the pass fuses (true, the default); off, every layer runs as its own op: the
-// reference that tests/fusion_test.cc compares the fused network with. Process-wide.
-void set_layer_fusion(bool on);
+// Whether the pass fuses: this thread's ops::ExecutionOptions::fusion (on by default; off,
+// every layer runs as its own op, the reference tests/nn_fusion_test.cc compares with).
 bool layer_fusion_enabled();
 
 // Runs `layers` in order on x, fused where the pass matches.

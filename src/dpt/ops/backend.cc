@@ -1,4 +1,5 @@
 #include "dpt/ops/backend.h"
+#include "dpt/ops/testing.h"
 
 #include <atomic>
 

@@ -68,10 +68,8 @@ class FusedKernels {
   virtual Tensor add_relu(const Tensor& a, const Tensor& b) const = 0;
 };
 
-// Whether backends offer their fused kernels (true, the default). Off, Backend::fused() is
-// null everywhere and every op composes the reference ops: for tests that compare the two
-// and benchmarks that time both in one run. Process-wide; set it while no kernel runs.
-void set_fused_kernels(bool on);
+// Whether backends offer their fused kernels (true, the default; ops/testing.h turns them
+// off for tests and benchmarks that compare the two).
 bool fused_kernels_enabled();
 
 // The fused kernels of the device `t` lives on, or null where its backend has none.

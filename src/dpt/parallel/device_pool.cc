@@ -16,7 +16,9 @@ int available_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-DevicePool::DevicePool(std::vector<Device> devices, int cores) : devices_(std::move(devices)) {
+DevicePool::DevicePool(std::vector<Device> devices, int cores, ops::ExecutionOptions execution)
+    : devices_(std::move(devices)), execution_(execution) {
+  ops::check_execution(execution_);
   if (devices_.empty()) throw std::invalid_argument("DevicePool: no devices");
   int cpu_devices = 0;
   for (const Device& d : devices_) cpu_devices += d.kind == Device::Kind::cpu;
@@ -37,6 +39,7 @@ void DevicePool::worker_loop(int rank) {
   // Set once: every oneDNN call this thread makes runs on this many OpenMP threads.
   omp_set_num_threads(threads_per_device_);
   flush_denormals_on_this_thread();
+  const ops::ExecutionScope run_options(execution_);  // the run's precision, algorithm, fusion
   trace::name_this_thread(trace::device_lane(rank), devices_[static_cast<size_t>(rank)].str());
   unsigned long seen = 0;
   for (;;) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dpt/core/device.h"
+#include "dpt/ops/precision.h"
 
 namespace dpt::parallel {
 
@@ -21,8 +22,10 @@ int available_cores();
 
 class DevicePool {
  public:
-  // `cores` is split evenly between the CPU devices (at least one thread each).
-  explicit DevicePool(std::vector<Device> devices, int cores = available_cores());
+  // `cores` is split evenly between the CPU devices (at least one thread each). Every
+  // worker computes with `execution` (installed on its thread for its lifetime).
+  explicit DevicePool(std::vector<Device> devices, int cores = available_cores(),
+                      ops::ExecutionOptions execution = {});
   ~DevicePool();
   DevicePool(const DevicePool&) = delete;
   DevicePool& operator=(const DevicePool&) = delete;
@@ -46,6 +49,7 @@ class DevicePool {
 
   std::vector<Device> devices_;
   int threads_per_device_ = 1;
+  ops::ExecutionOptions execution_;
   std::vector<std::thread> threads_;
   std::function<void()> abort_hook_;
 

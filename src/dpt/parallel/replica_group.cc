@@ -51,6 +51,14 @@ namespace {
 int cores_for(const ReplicaGroupOptions& options, const std::vector<Device>& devices) {
   return options.deterministic_chunk > 0 ? static_cast<int>(devices.size()) : options.cores;
 }
+
+// The run's execution options for the device threads: cuDNN plans only deterministic
+// algorithms in deterministic mode.
+ops::ExecutionOptions execution_for(const ReplicaGroupOptions& options) {
+  ops::ExecutionOptions execution = options.execution.value_or(ops::execution());
+  execution.deterministic = execution.deterministic || options.deterministic_chunk > 0;
+  return execution;
+}
 }  // namespace
 
 namespace {
@@ -64,13 +72,11 @@ std::shared_ptr<Communicator> communicator_for(const std::vector<Device>& device
 ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTensors> replicas,
                            ReplicaGroupOptions options)
     : options_(std::move(options)),
-      pool_(devices, cores_for(options_, devices)),
+      pool_(devices, cores_for(options_, devices), execution_for(options_)),
       comm_(communicator_for(devices, options_)),
       replicas_(std::move(replicas)),
       flat_buffers_(devices.size()),
       accumulated_(devices.size()) {
-  // cuDNN plans only deterministic algorithms while this group lives (ops/precision.h).
-  if (deterministic()) deterministic_convolutions_ = std::make_unique<ops::DeterministicConvolutions>();
   for (const Device& d : devices) ledgers_.push_back(ops::new_ledger(d));
   if (replicas_.size() != devices.size()) {
     throw std::invalid_argument("ReplicaGroup: " + std::to_string(replicas_.size()) + " replicas for " +

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct ReplicaGroupOptions {
   bool sync_bn = false;
   // The loss every shard's forward sums (shard_loss_sum); null: cross-entropy.
   std::shared_ptr<const nn::Loss> loss = nullptr;
+  // How the devices compute (ops/precision.h: precision, conv algorithm, fusion); unset:
+  // the options of the thread that builds the group. Deterministic mode adds
+  // deterministic convolutions.
+  std::optional<ops::ExecutionOptions> execution = std::nullopt;
 };
 
 // What a replica holds that the group keeps equal: parameters (their gradients are
@@ -192,7 +197,6 @@ class ReplicaGroup {
   bool accumulating_ = false;  // the last step was GradientSync::later
   // Deterministic mode's sums of the GradientSync::later steps' gradients, one per device.
   std::vector<std::vector<float>> accumulated_;
-  std::unique_ptr<ops::DeterministicConvolutions> deterministic_convolutions_;  // in deterministic mode
   // One per device with buckets; declared last, so destroyed (threads joined) first.
   std::vector<std::unique_ptr<GradientBucketer>> bucketers_;
 };

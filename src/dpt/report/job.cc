@@ -118,6 +118,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   scratch.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
   scratch.accumulate = job.accumulate;
   scratch.loss = nn::make_loss(loss_settings(job));
+  scratch.execution = execution_options(job);
   scratch.run = run_options(job);
   scratch.run.check_replicas = hooks.check_replicas;
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
@@ -146,8 +147,8 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
       job.model.c_str(), job.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
       static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data.data_dir.c_str(),
       static_cast<long long>(job.batch_size), job.lr, job.epochs,
-      ops::conv_precision() == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "",
-      ops::conv_algorithm() == ops::ConvAlgorithm::direct ? ", convolutions direct (no Winograd)" : "");
+      scratch.execution.precision == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "",
+      scratch.execution.conv_algorithm == ops::ConvAlgorithm::direct ? ", convolutions direct (no Winograd)" : "");
   std::printf("data: %s, %s images (channels x height x width) in %lld classes%s\n", loaded.format.c_str(),
               info.shape.str().c_str(), static_cast<long long>(info.classes.size()),
               info.mean.empty() ? "" : ", normalized per channel");
@@ -180,7 +181,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   parallel::DataParallel parallel_net(std::move(net), devices,
                                       parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,
                                                                     deterministic_chunk(job), job.sync_bn,
-                                                                    scratch.loss});
+                                                                    scratch.loss, scratch.execution});
   const std::unique_ptr<optim::Optimizer> optimizer =
       optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
   const TrainHistory history =
@@ -198,8 +199,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
 // (every process stops after the same step), not after an error.
 int traced_train_job(JobConfig& job, std::optional<parallel::MpiRuntime>& mpi, const JobHooks& hooks) {
   validate(job);  // everything that can fail before MPI starts
-  ops::set_conv_precision(ops::parse_conv_precision(job.precision));  // refuses bf16 on a CPU without it
-  ops::set_conv_algorithm(ops::parse_conv_algorithm(job.conv_algorithm));
+  ops::check_execution(execution_options(job));  // refuses bf16 on a CPU without it
   const std::vector<Device> devices = parallel::parse_device_list(job.devices, cuda::device_count());
   const parallel::ProcessGroup group = join_job(job, mpi, hooks);
   start_job_trace(job, group);

@@ -18,6 +18,7 @@
 #include "dpt/core/config_error.h"
 #include "dpt/data/source.h"
 #include "dpt/nn/loss.h"
+#include "dpt/ops/precision.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/train/divergence_guard.h"
@@ -79,6 +80,11 @@ struct JobConfig {
   bool sync_bn = false;                  // concise API: BatchNorm statistics over the global batch
   std::string trace_file;                // empty: none; else a Chrome trace and its timeline (trace_file.h)
 };
+
+// How the job's devices compute, from its fields (precision, conv_algorithm).
+inline ops::ExecutionOptions execution_options(const JobConfig& job) {
+  return {ops::parse_conv_precision(job.precision), ops::parse_conv_algorithm(job.conv_algorithm)};
+}
 
 // The loss's settings from the job's fields.
 inline nn::LossSettings loss_settings(const JobConfig& job) { return {job.loss, job.label_smoothing}; }

@@ -37,7 +37,7 @@ ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Te
       device_params_(replicate_to(initial_params, config.devices)),
       group_(config.devices, as_replicas(device_params_),
              {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk,
-              false, config.loss}),
+              false, config.loss, config.execution}),
       lr_(config.lr) {}
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {

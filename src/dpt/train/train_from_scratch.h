@@ -15,6 +15,7 @@
 #include "dpt/core/tensor.h"
 #include "dpt/data/dataset.h"
 #include "dpt/nn/loss.h"
+#include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
@@ -40,6 +41,7 @@ struct ScratchConfig {
   optim::LrSchedule schedule;               // the lr of every update from `lr` (optim/lr_schedule.h)
   optim::LrScaling lr_scaling = optim::LrScaling::none;
   int accumulate = 1;                       // micro-batches of batch_size per update
+  ops::ExecutionOptions execution;          // precision, conv algorithm, fusion (ops/precision.h)
   std::shared_ptr<const nn::Loss> loss = nullptr;  // summed over each shard; null: cross-entropy
 };
 
