@@ -62,7 +62,7 @@ void expect_bit_identical(const std::vector<Tensor>& a, const std::vector<Tensor
 dpt::train::ScratchConfig scratch_config(std::vector<Device> devices) {
   dpt::train::ScratchConfig config;
   config.devices = std::move(devices);
-  config.cores = 1;
+  config.engine.cores = 1;
   config.lr = 0.5f;
   config.batch_size = 16;
   return config;

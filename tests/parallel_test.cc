@@ -794,8 +794,8 @@ TEST(DevicePool, SplitsTheCoresBetweenCpuDevices) {
 dpt::train::ScratchConfig config_for(int devices, const std::string& allreduce) {
   dpt::train::ScratchConfig config;
   config.devices = cpu_devices(devices);
-  config.allreduce = allreduce;
-  config.cores = devices;  // one thread per device: no OpenMP team (and TSan-clean)
+  config.engine.allreduce = allreduce;
+  config.engine.cores = devices;  // one thread per device: no OpenMP team (and TSan-clean)
   config.lr = 0.5f;        // large enough that every layer visibly moves in a step or three
   config.batch_size = 13;
   return config;
@@ -944,8 +944,8 @@ TEST(EquivalenceTest, TwoOpenMpThreadsPerDeviceStepAsOneThreadDoes) {
   const std::vector<std::vector<float>> initial = snapshot(initial_params);
   dpt::train::ScratchConfig one_thread = config_for(2, "ring");
   dpt::train::ScratchConfig two_threads = one_thread;
-  two_threads.cores = 4;
-  ASSERT_EQ(dpt::parallel::DevicePool(two_threads.devices, two_threads.cores).threads_per_device(), 2);
+  two_threads.engine.cores = 4;
+  ASSERT_EQ(dpt::parallel::DevicePool(two_threads.devices, two_threads.engine.cores).threads_per_device(), 2);
   dpt::train::ScratchTrainer reference(one_thread, initial_params);
   dpt::train::ScratchTrainer teams(two_threads, initial_params);
   for (int step = 0; step < 3; ++step) {

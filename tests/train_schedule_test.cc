@@ -94,7 +94,7 @@ train::ScratchConfig scratch_config(int devices, int64_t chunk = 0) {
   config.batch_size = 64;
   config.lr = 0.9f;
   config.devices = parallel::cpu_devices(devices);
-  config.deterministic_chunk = chunk;
+  config.engine.deterministic_chunk = chunk;
   return config;
 }
 

@@ -136,8 +136,8 @@ std::vector<std::string> train_two_ranks(const std::shared_ptr<parallel::Communi
         train::ScratchConfig config;
         config.epochs = epochs;
         config.devices = {Device::cpu(0)};
-        config.cores = 1;
-        config.process_group = {comm, rank};
+        config.engine.cores = 1;
+        config.engine.process_group = {comm, rank};
         config.run.check_replicas = check_replicas;
         summaries[rank] = train::train_lenet_from_scratch(train_data, test_data, config);
       } catch (const std::exception& e) {

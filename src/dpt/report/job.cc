@@ -109,16 +109,10 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   scratch.lr = job.lr;
   scratch.seed = job.seed;
   scratch.devices = devices;
-  scratch.allreduce = job.allreduce;
-  scratch.cores = job.cores;
-  scratch.bucket_mb = job.bucket_mb;
-  scratch.process_group = group;
-  scratch.deterministic_chunk = deterministic_chunk(job);
+  scratch.engine = engine_options(job, group);  // the concise API's DataParallelOptions too
   scratch.schedule = {optim::parse_schedule(job.lr_schedule), job.warmup_epochs};
   scratch.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
   scratch.accumulate = job.accumulate;
-  scratch.loss = nn::make_loss(loss_settings(job));
-  scratch.execution = execution_options(job);
   scratch.run = run_options(job);
   scratch.run.check_replicas = hooks.check_replicas;
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
@@ -147,8 +141,8 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
       job.model.c_str(), job.api.c_str(), placement.c_str(), threads, threads == 1 ? "" : "s", allreduce.c_str(),
       static_cast<long long>(train_data.size()), static_cast<long long>(test_data.size()), job.data.data_dir.c_str(),
       static_cast<long long>(job.batch_size), job.lr, job.epochs,
-      scratch.execution.precision == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "",
-      scratch.execution.conv_algorithm == ops::ConvAlgorithm::direct ? ", convolutions direct (no Winograd)" : "");
+      scratch.engine.execution->precision == ops::ConvPrecision::bf16 ? ", convolutions in bf16 (fp32 accumulation)" : "",
+      scratch.engine.execution->conv_algorithm == ops::ConvAlgorithm::direct ? ", convolutions direct (no Winograd)" : "");
   std::printf("data: %s, %s images (channels x height x width) in %lld classes%s\n", loaded.format.c_str(),
               info.shape.str().c_str(), static_cast<long long>(info.classes.size()),
               info.mean.empty() ? "" : ", normalized per channel");
@@ -160,7 +154,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
                 job.warmup_epochs == 1 ? "" : "s", job.accumulate, job.accumulate == 1 ? "" : "es",
                 static_cast<long long>(job.batch_size), job.sync_bn ? "; BatchNorm synchronized over the devices" : "");
   }
-  if (job.loss != "cross-entropy" || job.label_smoothing > 0.0f) std::printf("loss: %s\n", scratch.loss->name().c_str());
+  if (job.loss != "cross-entropy" || job.label_smoothing > 0.0f) std::printf("loss: %s\n", scratch.engine.loss->name().c_str());
   if (job.deterministic) {
     std::printf("deterministic: chunks of %lld examples, one thread each, summed in a fixed tree: the same bits on "
                 "any number of devices\n",
@@ -178,10 +172,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
 
   std::unique_ptr<nn::Module> net = build_model(job, train_data);
   nn::init_weights(*net, nn::parse_init(job.init), job.seed);
-  parallel::DataParallel parallel_net(std::move(net), devices,
-                                      parallel::DataParallelOptions{job.allreduce, job.cores, job.bucket_mb, group,
-                                                                    deterministic_chunk(job), job.sync_bn,
-                                                                    scratch.loss, scratch.execution});
+  parallel::DataParallel parallel_net(std::move(net), devices, scratch.engine);
   const std::unique_ptr<optim::Optimizer> optimizer =
       optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
   const TrainHistory history =

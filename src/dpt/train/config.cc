@@ -108,14 +108,27 @@ void validate(const JobConfig& job) {
   }
 }
 
+parallel::ReplicaGroupOptions engine_options(const JobConfig& job, const parallel::ProcessGroup& group) {
+  parallel::ReplicaGroupOptions engine;
+  engine.allreduce = job.allreduce;
+  engine.cores = job.cores;
+  engine.bucket_mb = job.bucket_mb;
+  engine.process_group = group;
+  engine.deterministic_chunk = deterministic_chunk(job);
+  engine.sync_bn = job.sync_bn;
+  engine.loss = nn::make_loss(loss_settings(job));
+  engine.execution = execution_options(job);
+  return engine;
+}
+
 void validate(const ScratchConfig& config) {
   validate(LoopSettings{config.epochs, config.batch_size, config.seed, config.lr, "", config.schedule,
                         config.lr_scaling, config.accumulate});
-  parallel::check_bucket_mb(config.bucket_mb);
-  parallel::check_replica_devices(config.devices, {config.allreduce, config.cores, config.bucket_mb,
-                                                   config.process_group, config.deterministic_chunk});
-  parallel::check_batch_covers_devices(config.batch_size, config.devices, config.process_group);
-  if (const int64_t chunk = config.deterministic_chunk; chunk > 0 && config.batch_size % chunk != 0) {
+  parallel::check_bucket_mb(config.engine.bucket_mb);
+  if (config.engine.sync_bn) throw ConfigError("sync_bn", "`sync_bn` needs `api` concise (the from-scratch LeNet has no BatchNorm)");
+  parallel::check_replica_devices(config.devices, config.engine);
+  parallel::check_batch_covers_devices(config.batch_size, config.devices, config.engine.process_group);
+  if (const int64_t chunk = config.engine.deterministic_chunk; chunk > 0 && config.batch_size % chunk != 0) {
     throw ConfigError("batch_size", "`deterministic` cuts every batch into chunks of `chunk_size` " +
                                         std::to_string(chunk) + ": `batch_size` " + std::to_string(config.batch_size) +
                                         " is not a multiple of it");

@@ -21,6 +21,7 @@
 #include "dpt/ops/precision.h"
 #include "dpt/optim/optimizer.h"
 #include "dpt/parallel/device_pool.h"
+#include "dpt/parallel/replica_group.h"
 #include "dpt/train/divergence_guard.h"
 #include "dpt/train/train_from_scratch.h"
 #include "dpt/train/training_loop.h"
@@ -85,6 +86,11 @@ struct JobConfig {
 inline ops::ExecutionOptions execution_options(const JobConfig& job) {
   return {ops::parse_conv_precision(job.precision), ops::parse_conv_algorithm(job.conv_algorithm)};
 }
+
+// How the job's devices compute and communicate (allreduce, cores, buckets, deterministic
+// chunks, sync_bn, loss, execution), parsed from its fields once for both APIs;
+// `group`: this process's place in a multi-process job.
+parallel::ReplicaGroupOptions engine_options(const JobConfig& job, const parallel::ProcessGroup& group);
 
 // The loss's settings from the job's fields.
 inline nn::LossSettings loss_settings(const JobConfig& job) { return {job.loss, job.label_smoothing}; }

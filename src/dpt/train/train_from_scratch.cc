@@ -35,9 +35,7 @@ std::vector<std::vector<Tensor>> replicate_to(const std::vector<Tensor>& params,
 ScratchTrainer::ScratchTrainer(const ScratchConfig& config, const std::vector<Tensor>& initial_params)
     : config_(validated(config)),
       device_params_(replicate_to(initial_params, config.devices)),
-      group_(config.devices, as_replicas(device_params_),
-             {config.allreduce, config.cores, config.bucket_mb, config.process_group, config.deterministic_chunk,
-              false, config.loss, config.execution}),
+      group_(config.devices, as_replicas(device_params_), config.engine),
       lr_(config.lr) {}
 
 StepResult ScratchTrainer::compute_gradients(const Tensor& X, const Tensor& y) {
@@ -64,7 +62,7 @@ void ScratchTrainer::run_step(const std::vector<parallel::Shard>& shards, int64_
 }
 
 std::pair<int64_t, int64_t> ScratchTrainer::data_shard() const {
-  return {config_.process_group.rank, config_.process_group.size()};
+  return {config_.engine.process_group.rank, config_.engine.process_group.size()};
 }
 
 int ScratchTrainer::agree_on_stop(int signal) { return group_.agree_on_stop(signal); }

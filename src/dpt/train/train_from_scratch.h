@@ -32,17 +32,14 @@ struct ScratchConfig {
   float lr = 0.2f;
   uint64_t seed = 0;  // parameter init and shuffling
   std::vector<Device> devices{Device::cpu(0)};
-  std::string allreduce = "ring";           // naive | ring
-  int cores = parallel::available_cores();  // split between the CPU devices
+  // How the devices compute and communicate, as the concise API's DataParallelOptions:
+  // allreduce, cores, buckets, the process group (--dist mpi), deterministic chunks, the
+  // loss and the execution options (parallel/replica_group.h). No sync_bn: LeNet has none.
+  parallel::ReplicaGroupOptions engine;
   RunOptions run;                           // checkpoints, resume, --on-nan, stopping
-  double bucket_mb = 0;                     // gradient buckets allreduced during backward (0: after it)
-  parallel::ProcessGroup process_group;     // a multi-process job (--dist mpi): one device per process
-  int64_t deterministic_chunk = 0;          // > 0: the same bits on any device count (ReplicaGroup)
   optim::LrSchedule schedule;               // the lr of every update from `lr` (optim/lr_schedule.h)
   optim::LrScaling lr_scaling = optim::LrScaling::none;
   int accumulate = 1;                       // micro-batches of batch_size per update
-  ops::ExecutionOptions execution;          // precision, conv algorithm, fusion (ops/precision.h)
-  std::shared_ptr<const nn::Loss> loss = nullptr;  // summed over each shard; null: cross-entropy
 };
 
 // The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which
@@ -67,11 +64,11 @@ class ScratchTrainer : public Trainable {
   parallel::StepLedger read_ledger() override { return group_.read_ledger(); }
   bool ledger_reads_are_free() const override { return group_.ledger_reads_are_free(); }
   std::pair<int64_t, int64_t> data_shard() const override;
-  int64_t deterministic_chunk() const override { return config_.deterministic_chunk; }
-  bool writes_checkpoints() const override { return config_.process_group.is_root(); }
+  int64_t deterministic_chunk() const override { return config_.engine.deterministic_chunk; }
+  bool writes_checkpoints() const override { return config_.engine.process_group.is_root(); }
   int agree_on_stop(int signal) override;
   std::vector<uint64_t> gather_digests(uint64_t digest) override {
-    return parallel::gather_digests(config_.process_group, digest);
+    return parallel::gather_digests(config_.engine.process_group, digest);
   }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
   void apply_update() override;
