@@ -69,11 +69,11 @@ std::vector<Fault> fault_spec_from_env() {
 
 FaultInjectingCommunicator::FaultInjectingCommunicator(std::shared_ptr<parallel::Communicator> inner,
                                                        std::vector<Fault> faults)
-    : inner_(std::move(inner)), faults_(std::move(faults)), calls_(static_cast<size_t>(inner_->size())) {}
+    : ForwardingCommunicator(std::move(inner)), faults_(std::move(faults)), calls_(static_cast<size_t>(size())) {}
 
 void FaultInjectingCommunicator::allreduce(int rank, void* data, size_t count, DType type, parallel::ReduceOp op) {
   inject_if_due(rank);
-  inner_->allreduce(rank, data, count, type, op);
+  ForwardingCommunicator::allreduce(rank, data, count, type, op);
 }
 
 void FaultInjectingCommunicator::inject_if_due(int rank) {

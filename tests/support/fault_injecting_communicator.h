@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "dpt/parallel/communicator.h"
+#include "forwarding_communicator.h"
 
 namespace dpt::testing_support {
 
@@ -41,31 +42,17 @@ std::vector<Fault> parse_fault_spec(const std::string& spec);
 // parse_fault_spec of $DPT_TEST_MPI_FAULT (no faults when it is unset).
 std::vector<Fault> fault_spec_from_env();
 
-class FaultInjectingCommunicator final : public parallel::Communicator {
+class FaultInjectingCommunicator final : public ForwardingCommunicator {
  public:
   using Communicator::allreduce;
-  using Communicator::broadcast;
 
   FaultInjectingCommunicator(std::shared_ptr<parallel::Communicator> inner, std::vector<Fault> faults);
 
-  int size() const override { return inner_->size(); }
-  std::string name() const override { return inner_->name(); }
-  bool reduces_device_memory() const override { return inner_->reduces_device_memory(); }
   void allreduce(int rank, void* data, size_t count, DType type, parallel::ReduceOp op) override;
-  void broadcast(int rank, void* data, size_t count, DType type, int root) override {
-    inner_->broadcast(rank, data, count, type, root);
-  }
-  void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) override {
-    inner_->alltoall(rank, send, receive, type);
-  }
-  void barrier(int rank) override { inner_->barrier(rank); }
-  void abort(const std::string& reason) override { inner_->abort(reason); }
-  size_t bytes_received(int rank) const override { return inner_->bytes_received(rank); }
 
  private:
   void inject_if_due(int rank);
 
-  std::shared_ptr<parallel::Communicator> inner_;
   std::vector<Fault> faults_;
   // Allreduces entered per rank (an MPI rank may call from its compute and its
   // communication thread, hence atomic).
