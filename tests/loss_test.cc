@@ -111,7 +111,7 @@ TEST(Losses, MakeLossNamesTheChoicesAndTheFix) {
   EXPECT_EQ(nn::make_loss({"cross-entropy", 0.1f})->name(), "cross-entropy (label smoothing 0.10)");
   EXPECT_EQ(nn::make_loss({"mse", 0.0f})->name(), "mse");
   EXPECT_EQ(error_of<std::invalid_argument>([] { nn::make_loss({"hinge", 0.0f}); }),
-            "unknown loss 'hinge'; choose one of cross-entropy, mse");
+            "`loss` must be cross-entropy or mse, got 'hinge'");
   EXPECT_EQ(error_of<std::invalid_argument>([] { nn::make_loss({"mse", 0.1f}); }),
             "label smoothing is for the cross-entropy loss, not mse; drop it or use cross-entropy");
   EXPECT_EQ(error_of<std::invalid_argument>([] { nn::make_loss({"cross-entropy", 1.0f}); }),

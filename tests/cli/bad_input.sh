@@ -18,7 +18,7 @@ expect "--on-nan must be stop or skip, got 'ignore'" train --on-nan ignore
 expect "--precision must be fp32 or bf16, got 'fp16'" train --precision fp16
 expect "--conv-algorithm must be winograd or direct, got 'fft'" train --conv-algorithm fft
 expect "--init must be lesson, kaiming or xavier, got 'he'" train --api concise --init he
-expect "unknown loss 'hinge'; choose one of cross-entropy, mse" train --loss hinge
+expect "--loss must be cross-entropy or mse, got 'hinge'" train --loss hinge
 expect "label smoothing is for the cross-entropy loss, not mse; drop it or use cross-entropy" \
   train --loss mse --label-smoothing 0.1
 expect "cross-entropy loss: label smoothing 1.500000 is outside [0, 1); 0 turns it off, 0.1 is usual" \

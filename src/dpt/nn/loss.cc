@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "dpt/core/config_error.h"
 #include "dpt/ops/ops.h"
 
 namespace dpt::nn {
@@ -55,9 +56,7 @@ std::unique_ptr<Loss> make_loss(const LossSettings& settings) {
     }
     return std::make_unique<MSELoss>();
   }
-  std::string names;
-  for (const std::string_view n : kLosses) names += (names.empty() ? "" : ", ") + std::string(n);
-  throw std::invalid_argument("unknown loss '" + settings.name + "'; choose one of " + names);
+  throw bad_choice("loss", settings.name, kLosses);
 }
 
 }  // namespace dpt::nn

@@ -56,8 +56,9 @@ struct LossSettings {
   float label_smoothing = 0.0f;  // cross-entropy only
 };
 
-// Throws std::invalid_argument naming the choices for an unknown name, and the fix for
-// label smoothing given to a loss that has none or outside [0, 1).
+// Throws ConfigError (`loss`) naming the choices for an unknown name (core/config_error.h's
+// bad_choice, as every setting chosen by name), and std::invalid_argument naming the fix
+// for label smoothing given to a loss that has none or outside [0, 1).
 std::unique_ptr<Loss> make_loss(const LossSettings& settings);
 
 }  // namespace dpt::nn

@@ -57,6 +57,8 @@ void validate(const JobConfig& job) {
   optim::check_optimizer(job.optimizer, optimizer_settings(job));
   try {
     nn::make_loss(loss_settings(job));
+  } catch (const ConfigError&) {
+    throw;  // names its field already
   } catch (const std::invalid_argument& e) {
     throw ConfigError(job.label_smoothing != 0.0f && job.loss == "cross-entropy" ? "label_smoothing" : "loss",
                       e.what());
