@@ -9,7 +9,9 @@ build_dir=build-asan
 # Without the CUDA backend: the sanitizers do not see into the CUDA runtime, and the GPU
 # tests skip on a machine without a GPU anyway.
 # No benchmarks or shared libraries: nothing here runs them (the package tests run in Release).
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDPT_SANITIZE=address -DDPT_CUDA=OFF -DDPT_BUILD_BENCH=OFF \
+# -O1, the optimisation level AddressSanitizer's documentation recommends: the instrumented
+# code compiles about twice as fast as at -O2 and the tests run nearly as fast.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DDPT_SANITIZE=address -DDPT_CUDA=OFF -DDPT_BUILD_BENCH=OFF \
   -DDPT_INSTALL=OFF
 cmake --build "$build_dir" -j "$(nproc)"
 cd "$build_dir"
