@@ -64,7 +64,7 @@ dpt::train::ScratchConfig scratch_config(std::vector<Device> devices) {
   config.devices = std::move(devices);
   config.engine.cores = 1;
   config.lr = 0.5f;
-  config.batch_size = 16;
+  config.training.batch_size = 16;
   return config;
 }
 

@@ -399,7 +399,7 @@ TEST(ConciseTrain, LearnsASeparableTaskOnTwoDevices) {
   const dpt::data::InMemoryDataset test_data = brightness_dataset(32, 2);
   DataParallel net = make_parallel(kaiming_lenet(7), 2);
   optim::SGD sgd(net.replica_parameters(), {/*lr=*/0.05f, /*momentum=*/0.5f, /*weight_decay=*/0.0f});
-  dpt::train::ConciseConfig config;
+  dpt::train::TrainOptions config;
   config.epochs = kEpochs;
   config.batch_size = 16;
   config.seed = 3;
@@ -445,7 +445,7 @@ TEST(ConciseTrain, LearnsASeparableTaskOnTwoDevices) {
 
 TEST(ConciseTrain, RejectsNoEpochsAndStopsOnDivergence) {
   const dpt::data::InMemoryDataset data = brightness_dataset(8, 4);
-  dpt::train::ConciseConfig config;
+  dpt::train::TrainOptions config;
   config.batch_size = 4;
   config.epochs = 0;
   {
@@ -478,7 +478,7 @@ TEST(DataParallelPartialBatch, TrainCopesWithALastBatchSmallerThanTheDevices) {
   const dpt::data::InMemoryDataset data = brightness_dataset(9, 8);
   DataParallel net = make_parallel(kaiming_lenet(2), 3);
   optim::SGD sgd(net.replica_parameters(), {0.01f, 0.0f, 0.0f});
-  dpt::train::ConciseConfig config;
+  dpt::train::TrainOptions config;
   config.epochs = 2;
   config.batch_size = 4;
   int64_t last_steps = 0;

@@ -797,7 +797,7 @@ dpt::train::ScratchConfig config_for(int devices, const std::string& allreduce) 
   config.engine.allreduce = allreduce;
   config.engine.cores = devices;  // one thread per device: no OpenMP team (and TSan-clean)
   config.lr = 0.5f;        // large enough that every layer visibly moves in a step or three
-  config.batch_size = 13;
+  config.training.batch_size = 13;
   return config;
 }
 
@@ -1044,7 +1044,7 @@ TEST(ScratchTrainer, RejectsABadConfig) {
   auto config = config_for(2, "tree");
   EXPECT_INVALID_ARGUMENT((void)dpt::train::ScratchTrainer(config, params), "unknown allreduce algorithm");
   config = config_for(4, "ring");
-  config.batch_size = 3;
+  config.training.batch_size = 3;
   EXPECT_CONFIG_ERROR((void)dpt::train::ScratchTrainer(config, params), "batch_size",
                       "`batch_size` 3 is smaller than the 4 devices");
 }

@@ -37,10 +37,10 @@ data::InMemoryDataset noise(int64_t n, uint64_t seed) {
 
 train::ScratchConfig config(int devices) {
   train::ScratchConfig c;
-  c.epochs = 1;
-  c.batch_size = 16;
+  c.training.epochs = 1;
+  c.training.batch_size = 16;
   c.lr = 0.1f;
-  c.seed = 2;
+  c.training.seed = 2;
   c.devices = parallel::cpu_devices(devices);
   return c;
 }
@@ -50,7 +50,7 @@ train::ScratchConfig config(int devices) {
 class CountingTrainer : public train::ScratchTrainer {
  public:
   CountingTrainer(const train::ScratchConfig& c, bool eager, int64_t poison)
-      : ScratchTrainer(c, nn::lenet_params(c.seed, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses)), eager_(eager), poison_(poison) {}
+      : ScratchTrainer(c, nn::lenet_params(c.training.seed, dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses)), eager_(eager), poison_(poison) {}
   bool ledger_reads_are_free() const override { return eager_; }
   void check_finite(int64_t tag) override {
     if (tag == poison_) {
@@ -76,13 +76,16 @@ class CountingTrainer : public train::ScratchTrainer {
   int64_t poison_;
 };
 
-train::LoopSettings settings_of(const train::ScratchConfig& c) {
-  return {c.epochs, c.batch_size, c.seed, c.lr, train::kScratchModelName, c.schedule, c.lr_scaling, c.accumulate};
+// What train_lenet_from_scratch gives the loop.
+train::TrainOptions options_of(const train::ScratchConfig& c) {
+  train::TrainOptions options = c.training;
+  options.model = train::kScratchModelName;
+  return options;
 }
 
 std::string divergence_of(CountingTrainer& trainer, const train::ScratchConfig& c, const data::InMemoryDataset& data) {
   return dpt::testing_support::error_of<train::DivergenceError>(
-      [&] { train::run_training(trainer, data, data, settings_of(c), c.run); });
+      [&] { train::run_training(trainer, data, data, options_of(c), c.lr); });
 }
 
 std::string message_for(int64_t step) {
@@ -120,8 +123,8 @@ TEST(LazyLedgerReads, FiguresAndParametersEqualThoseOfReadsAtEveryStep) {
   const data::InMemoryDataset data = noise(512, 1);
   const train::ScratchConfig c = config(2);
   CountingTrainer lazy(c, false, 0), eager(c, true, 0);
-  const train::LoopResult a = train::run_training(lazy, data, data, settings_of(c), c.run);
-  const train::LoopResult b = train::run_training(eager, data, data, settings_of(c), c.run);
+  const train::LoopResult a = train::run_training(lazy, data, data, options_of(c), c.lr);
+  const train::LoopResult b = train::run_training(eager, data, data, options_of(c), c.lr);
   ASSERT_EQ(a.history.size(), 1u);
   ASSERT_EQ(b.history.size(), 1u);
   // The same float losses, summed in double in another grouping: equal to rounding.
@@ -140,11 +143,11 @@ TEST(LazyLedgerReads, FiguresAndParametersEqualThoseOfReadsAtEveryStep) {
 TEST(LazyLedgerReads, SkipReadsEveryUpdateAndDropsOnlyTheDivergedOne) {
   const data::InMemoryDataset data = noise(512, 1);
   train::ScratchConfig c = config(1);
-  c.run.on_nan = train::OnNan::skip;
+  c.training.run.on_nan = train::OnNan::skip;
   std::vector<std::string> warnings;
-  c.run.warn = [&](const std::string& w) { warnings.push_back(w); };
+  c.training.run.warn = [&](const std::string& w) { warnings.push_back(w); };
   CountingTrainer trainer(c, /*eager=*/false, 6);
-  const train::LoopResult result = train::run_training(trainer, data, data, settings_of(c), c.run);
+  const train::LoopResult result = train::run_training(trainer, data, data, options_of(c), c.lr);
   EXPECT_EQ(result.skipped_steps, 1);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], message_for(6) + " (`on_nan` skip: update dropped)");
@@ -157,8 +160,8 @@ TEST(LazyLedgerReads, ACheckpointWaitsForTheReadAndANonFiniteUpdateIsNeverSaved)
   const data::InMemoryDataset data = noise(512, 1);
   const auto dir = dpt::testing_support::unique_temp_dir("dpt_lazy_reads_checkpoint");
   train::ScratchConfig c = config(1);
-  c.run.checkpoint_dir = dir.string();
-  c.run.checkpoint_every = 4;
+  c.training.run.checkpoint_dir = dir.string();
+  c.training.run.checkpoint_every = 4;
   CountingTrainer trainer(c, /*eager=*/false, 6);
   EXPECT_EQ(divergence_of(trainer, c, data), message_for(6));
   // The checkpoint after update 8 read the ledgers first and stopped there.

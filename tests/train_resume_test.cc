@@ -48,13 +48,13 @@ std::function<int()> stop_after(int64_t step) {
 
 train::ScratchConfig scratch_config(int devices, const std::filesystem::path& dir) {
   train::ScratchConfig config;
-  config.epochs = 2;
-  config.batch_size = 64;
+  config.training.epochs = 2;
+  config.training.batch_size = 64;
   config.lr = 0.5f;
-  config.seed = 5;
+  config.training.seed = 5;
   config.devices = parallel::cpu_devices(devices);
-  config.run.checkpoint_dir = dir.string();
-  config.run.checkpoint_every = 3;
+  config.training.run.checkpoint_dir = dir.string();
+  config.training.run.checkpoint_every = 3;
   return config;
 }
 
@@ -77,16 +77,16 @@ TEST(ScratchResume, InterruptedAndResumedEqualsUninterruptedBitForBit) {
   // writes the checkpoint, with the data position and the epoch's running sums.
   const auto dir = fresh_dir("parts");
   train::ScratchConfig first = scratch_config(2, dir);
-  first.run.stop_signal = stop_after(5);
+  first.training.run.stop_signal = stop_after(5);
   const std::string message = error_of<train::TrainingInterrupted>(
       [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), first); });
   EXPECT_THAT(message, HasSubstr("stopped by SIGTERM after step 5 (epoch 1, batch 5); checkpoint written to"));
   EXPECT_THAT(message, HasSubstr("step-000000005.ckpt, rerun with `resume` to continue"));
 
   train::ScratchConfig second = scratch_config(2, dir);
-  second.run.resume = true;
+  second.training.run.resume = true;
   train::ResumeInfo info;
-  second.run.on_resume = [&](const train::ResumeInfo& i) { info = i; };
+  second.training.run.on_resume = [&](const train::ResumeInfo& i) { info = i; };
   const train::TrainSummary resumed = train::train_lenet_from_scratch(train_subset(), test_subset(), second);
   EXPECT_EQ(info.position.global_step, 5);
   EXPECT_EQ(info.position.batch_offset, 5);
@@ -99,23 +99,23 @@ TEST(ScratchResume, InterruptedAndResumedEqualsUninterruptedBitForBit) {
 TEST(ScratchResume, ACheckpointFromTwoDevicesLoadsOnOne) {
   const auto dir = fresh_dir("n_to_m");
   train::ScratchConfig on_two = scratch_config(2, dir);
-  on_two.epochs = 1;
+  on_two.training.epochs = 1;
   const train::TrainSummary two = train::train_lenet_from_scratch(train_subset(), test_subset(), on_two);
 
   // Resuming with --epochs 1 on one device trains nothing more: the loaded parameters
   // are exactly those the two devices ended with.
   train::ScratchConfig on_one = scratch_config(1, dir);
-  on_one.epochs = 1;
-  on_one.run.resume = true;
+  on_one.training.epochs = 1;
+  on_one.training.run.resume = true;
   train::ResumeInfo info;
-  on_one.run.on_resume = [&](const train::ResumeInfo& i) { info = i; };
+  on_one.training.run.on_resume = [&](const train::ResumeInfo& i) { info = i; };
   const train::TrainSummary one = train::train_lenet_from_scratch(train_subset(), test_subset(), on_one);
   EXPECT_EQ(info.written_on, (std::vector<std::string>{"cpu:0", "cpu:1"}));
   expect_bitwise_equal(one.params, two.params);
   EXPECT_EQ(one.test_acc, two.test_acc);
 
   // And training on from there on one device works like any run.
-  on_one.epochs = 2;
+  on_one.training.epochs = 2;
   const train::TrainSummary more = train::train_lenet_from_scratch(train_subset(), test_subset(), on_one);
   ASSERT_EQ(more.history.size(), 2u);
   EXPECT_EQ(more.history[0].test_acc, two.test_acc) << "the first epoch is the two devices' one";
@@ -126,10 +126,10 @@ TEST(ScratchResume, ACheckpointFromTwoDevicesLoadsOnOne) {
 TEST(ScratchResume, RefusesACheckpointOfAnotherRun) {
   const auto dir = fresh_dir("other_run");
   train::ScratchConfig config = scratch_config(1, dir);
-  config.epochs = 1;
+  config.training.epochs = 1;
   train::train_lenet_from_scratch(train_subset(), test_subset(), config);
-  config.run.resume = true;
-  config.batch_size = 32;
+  config.training.run.resume = true;
+  config.training.batch_size = 32;
   EXPECT_THAT(error_of<checkpoint::CheckpointError>(
                   [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), config); }),
               HasSubstr("it was written with `batch_size` 64, this run has 32"));
@@ -137,8 +137,8 @@ TEST(ScratchResume, RefusesACheckpointOfAnotherRun) {
 
 TEST(ScratchResume, StopWithoutACheckpointDirSaysNothingWasSaved) {
   train::ScratchConfig config = scratch_config(1, "");
-  config.run.checkpoint_every = 0;
-  config.run.stop_signal = stop_after(2);
+  config.training.run.checkpoint_every = 0;
+  config.training.run.stop_signal = stop_after(2);
   EXPECT_EQ(error_of<train::TrainingInterrupted>(
                 [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), config); }),
             "stopped by SIGTERM after step 2 (epoch 1, batch 2); no `checkpoint_dir` was given, so nothing was "
@@ -173,8 +173,8 @@ ConciseRun concise_lenet(int devices, const std::string& optimizer = "sgd") {
   return run;
 }
 
-train::ConciseConfig concise_config(const std::filesystem::path& dir) {
-  train::ConciseConfig config;
+train::TrainOptions concise_config(const std::filesystem::path& dir) {
+  train::TrainOptions config;
   config.epochs = 2;
   config.batch_size = 64;
   config.seed = 2;
@@ -192,7 +192,7 @@ TEST(ConciseResume, MomentumAndPositionSurviveAStopBitForBit) {
       train::train(*whole.net, *whole.optimizer, train_subset(), test_subset(), concise_config(fresh_dir("c_whole")));
 
   ConciseRun first = concise_lenet(2);
-  train::ConciseConfig config = concise_config(fresh_dir("c_parts"));
+  train::TrainOptions config = concise_config(fresh_dir("c_parts"));
   config.run.stop_signal = stop_after(11);  // in epoch 2, after the momentum has built up
   EXPECT_THROW(train::train(*first.net, *first.optimizer, train_subset(), test_subset(), config),
                train::TrainingInterrupted);
@@ -216,7 +216,7 @@ TEST(ConciseResume, AdamWStateSurvivesAStopBitForBit) {
   train::train(*whole.net, *whole.optimizer, train_subset(), test_subset(), concise_config(fresh_dir("w_whole")));
 
   ConciseRun first = concise_lenet(2, "adamw");
-  train::ConciseConfig config = concise_config(fresh_dir("w_parts"));
+  train::TrainOptions config = concise_config(fresh_dir("w_parts"));
   config.run.stop_signal = stop_after(11);
   EXPECT_THROW(train::train(*first.net, *first.optimizer, train_subset(), test_subset(), config),
                train::TrainingInterrupted);
@@ -238,10 +238,10 @@ TEST(ConciseResume, AdamWStateSurvivesAStopBitForBit) {
 TEST(ConciseResume, RefusesAScratchCheckpoint) {
   const auto dir = fresh_dir("c_mismatch");
   train::ScratchConfig scratch = scratch_config(1, dir);
-  scratch.epochs = 1;
+  scratch.training.epochs = 1;
   train::train_lenet_from_scratch(train_subset(), test_subset(), scratch);
   ConciseRun run = concise_lenet(1);
-  train::ConciseConfig config = concise_config(dir);
+  train::TrainOptions config = concise_config(dir);
   config.seed = 5;
   config.run.resume = true;
   EXPECT_THAT(error_of<checkpoint::CheckpointError>(
@@ -252,7 +252,7 @@ TEST(ConciseResume, RefusesAScratchCheckpoint) {
 TEST(DivergenceGuard, StopsNamingTheStepAndTheCause) {
   // A learning rate this large overflows the weights within a few steps.
   train::ScratchConfig config = scratch_config(2, "");
-  config.run.checkpoint_every = 0;
+  config.training.run.checkpoint_every = 0;
   config.lr = 1e30f;
   const std::string error =
       error_of<train::DivergenceError>([&] { train::train_lenet_from_scratch(train_subset(), test_subset(), config); });
@@ -267,12 +267,12 @@ TEST(DivergenceGuard, SkipDropsTheUpdateAndGoesOn) {
   // non-finite: skipping drops those updates, so the parameters stay finite (if huge)
   // instead of turning into NaN, and the epoch completes.
   train::ScratchConfig config = scratch_config(2, "");
-  config.run.checkpoint_every = 0;
-  config.epochs = 1;
+  config.training.run.checkpoint_every = 0;
+  config.training.epochs = 1;
   config.lr = 1e30f;
-  config.run.on_nan = train::OnNan::skip;
+  config.training.run.on_nan = train::OnNan::skip;
   std::vector<std::string> warnings;
-  config.run.warn = [&](const std::string& w) { warnings.push_back(w); };
+  config.training.run.warn = [&](const std::string& w) { warnings.push_back(w); };
   const train::TrainSummary summary = train::train_lenet_from_scratch(train_subset(), test_subset(), config);
   EXPECT_GT(summary.skipped_steps, 0);
   EXPECT_LT(summary.skipped_steps, 8) << "the first step is finite and applied";

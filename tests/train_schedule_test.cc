@@ -91,7 +91,7 @@ bool differ(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
 
 train::ScratchConfig scratch_config(int devices, int64_t chunk = 0) {
   train::ScratchConfig config;
-  config.batch_size = 64;
+  config.training.batch_size = 64;
   config.lr = 0.9f;
   config.devices = parallel::cpu_devices(devices);
   config.engine.deterministic_chunk = chunk;
@@ -164,11 +164,11 @@ TEST(Accumulate, TheLoopGroupsMicroBatchesIntoUpdates) {
   // 512 images: batches of 128 (4 steps per epoch) against micro-batches of 32 with
   // --accumulate 4 (the same 4 updates, on the same shuffled examples).
   train::ScratchConfig big = scratch_config(2);
-  big.epochs = 2;
-  big.batch_size = 128;
+  big.training.epochs = 2;
+  big.training.batch_size = 128;
   train::ScratchConfig micro = big;
-  micro.batch_size = 32;
-  micro.accumulate = 4;
+  micro.training.batch_size = 32;
+  micro.training.accumulate = 4;
   const train::TrainSummary a = train::train_lenet_from_scratch(train_subset(), test_subset(), big);
   const train::TrainSummary b = train::train_lenet_from_scratch(train_subset(), test_subset(), micro);
   expect_close(b.params, a.params, 2e-5f);
@@ -180,16 +180,16 @@ TEST(Accumulate, TheLoopGroupsMicroBatchesIntoUpdates) {
 namespace {
 train::ScratchConfig scheduled(const std::filesystem::path& dir) {
   train::ScratchConfig config;
-  config.epochs = 3;
-  config.batch_size = 32;
-  config.accumulate = 2;  // 8 updates per epoch
+  config.training.epochs = 3;
+  config.training.batch_size = 32;
+  config.training.accumulate = 2;  // 8 updates per epoch
   config.lr = 0.5f;
-  config.seed = 5;
+  config.training.seed = 5;
   config.devices = parallel::cpu_devices(2);
-  config.schedule = {optim::ScheduleKind::cosine, 1};
-  config.lr_scaling = optim::LrScaling::linear;
-  config.run.checkpoint_dir = dir.string();
-  config.run.checkpoint_every = dir.empty() ? 0 : 3;
+  config.training.schedule = {optim::ScheduleKind::cosine, 1};
+  config.training.lr_scaling = optim::LrScaling::linear;
+  config.training.run.checkpoint_dir = dir.string();
+  config.training.run.checkpoint_every = dir.empty() ? 0 : 3;
   return config;
 }
 }  // namespace
@@ -197,7 +197,7 @@ train::ScratchConfig scheduled(const std::filesystem::path& dir) {
 TEST(ScheduleResume, AResumedRunTakesTheUninterruptedRunsLearningRates) {
   const train::TrainSummary whole = train::train_lenet_from_scratch(train_subset(), test_subset(), scheduled(""));
   train::ScratchConfig constant = scheduled("");
-  constant.schedule = {};
+  constant.training.schedule = {};
   EXPECT_TRUE(differ(train::train_lenet_from_scratch(train_subset(), test_subset(), constant).params, whole.params))
       << "the schedule changes the run";
 
@@ -205,14 +205,14 @@ TEST(ScheduleResume, AResumedRunTakesTheUninterruptedRunsLearningRates) {
   const auto dir = fresh_dir("scratch");
   for (int64_t stop : {5, 9}) {
     train::ScratchConfig part = scheduled(dir);
-    part.run.resume = stop != 5;
-    part.run.stop_signal = stop_after(stop);
+    part.training.run.resume = stop != 5;
+    part.training.run.stop_signal = stop_after(stop);
     EXPECT_THROW(train::train_lenet_from_scratch(train_subset(), test_subset(), part), train::TrainingInterrupted);
   }
   train::ScratchConfig rest = scheduled(dir);
-  rest.run.resume = true;
+  rest.training.run.resume = true;
   train::ResumeInfo info;
-  rest.run.on_resume = [&](const train::ResumeInfo& i) { info = i; };
+  rest.training.run.on_resume = [&](const train::ResumeInfo& i) { info = i; };
   const train::TrainSummary resumed = train::train_lenet_from_scratch(train_subset(), test_subset(), rest);
   // The second stop: 8 more polls after step 5, one of them at the end of epoch 1.
   EXPECT_EQ(info.position.global_step, 13);
@@ -224,17 +224,17 @@ TEST(ScheduleResume, AResumedRunTakesTheUninterruptedRunsLearningRates) {
 TEST(ScheduleResume, RefusesAnotherScheduleOrAccumulation) {
   const auto dir = fresh_dir("refuse");
   train::ScratchConfig first = scheduled(dir);
-  first.epochs = 2;
+  first.training.epochs = 2;
   train::train_lenet_from_scratch(train_subset(), test_subset(), first);
   train::ScratchConfig other = scheduled(dir);
-  other.run.resume = true;
-  other.schedule = {optim::ScheduleKind::step, 1};
+  other.training.run.resume = true;
+  other.training.schedule = {optim::ScheduleKind::step, 1};
   EXPECT_THAT(error_of<checkpoint::CheckpointError>(
                   [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), other); }),
               HasSubstr("it was written with `lr_schedule` cosine, this run has step"));
   other = scheduled(dir);
-  other.run.resume = true;
-  other.accumulate = 1;
+  other.training.run.resume = true;
+  other.training.accumulate = 1;
   EXPECT_THAT(error_of<checkpoint::CheckpointError>(
                   [&] { train::train_lenet_from_scratch(train_subset(), test_subset(), other); }),
               HasSubstr("it was written with `accumulate` 2, this run has 1"));
@@ -262,7 +262,7 @@ TEST(ScheduleResume, ACheckpointWithoutAScheduleIsConstant) {
 
 TEST(ScheduleResume, ConciseCosineResumesBitForBit) {
   const auto config = [](const std::filesystem::path& dir) {
-    train::ConciseConfig c;
+    train::TrainOptions c;
     c.epochs = 2;
     c.batch_size = 64;
     c.seed = 2;
@@ -280,7 +280,7 @@ TEST(ScheduleResume, ConciseCosineResumesBitForBit) {
   const auto dir = fresh_dir("concise");
   auto first = concise_lenet(2);
   optim::SGD first_sgd(first->replica_parameters(), {0.1f, 0.9f, 0.0f});
-  train::ConciseConfig part = config(dir);
+  train::TrainOptions part = config(dir);
   part.run.stop_signal = stop_after(3);
   EXPECT_THROW(train::train(*first, first_sgd, train_subset(), test_subset(), part), train::TrainingInterrupted);
   auto second = concise_lenet(2);

@@ -77,17 +77,17 @@ TEST(Sgd, RejectsNegativeLearningRateAndEmptyBatch) {
 
 TEST(TrainConfig, RejectsWhatAUserCanGetWrong) {
   train::ScratchConfig config;
-  config.batch_size = 0;
+  config.training.batch_size = 0;
   EXPECT_EQ(config_error_of([&] { train::validate(config); }), "batch_size: `batch_size` must be positive, got 0");
   config = {};
   config.lr = -0.2f;
   EXPECT_EQ(config_error_of([&] { train::validate(config); }),
             "lr: learning rate must be a finite number >= 0, got -0.200000");
   config = {};
-  config.epochs = 0;
+  config.training.epochs = 0;
   EXPECT_EQ(config_error_of([&] { train::validate(config); }), "epochs: `epochs` must be at least 1, got 0");
   config = {};
-  config.batch_size = 2;
+  config.training.batch_size = 2;
   config.devices = {Device::cpu(0), Device::cpu(1), Device::cpu(2)};
   EXPECT_EQ(config_error_of([&] { train::validate(config); }),
             "batch_size: `batch_size` 2 is smaller than the 3 devices: every device needs at least one example per "
@@ -109,7 +109,7 @@ TEST(RealData, TwoEpochsOfLeNetLearnFashionMnist) {
   const data::InMemoryDataset train_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::train);
   const data::InMemoryDataset test_data = data::load_fashion_mnist(DPT_DATA_DIR, data::Split::test);
   train::ScratchConfig config;
-  config.epochs = 2;
+  config.training.epochs = 2;
   config.devices = {Device::cpu(0), Device::cpu(1)};
   std::vector<train::EpochStats> epochs;
   const train::TrainSummary summary = train::train_lenet_from_scratch(
@@ -134,11 +134,11 @@ std::vector<std::string> train_two_ranks(const std::shared_ptr<parallel::Communi
     ranks.emplace_back([&, rank] {
       try {
         train::ScratchConfig config;
-        config.epochs = epochs;
+        config.training.epochs = epochs;
         config.devices = {Device::cpu(0)};
         config.engine.cores = 1;
         config.engine.process_group = {comm, rank};
-        config.run.check_replicas = check_replicas;
+        config.training.run.check_replicas = check_replicas;
         summaries[rank] = train::train_lenet_from_scratch(train_data, test_data, config);
       } catch (const std::exception& e) {
         errors[rank] = e.what();
@@ -211,7 +211,7 @@ TEST(RealData, ResNet18LearnsOnASubset) {
   nn::init_weights(*net, nn::Init::kaiming, 0);
   parallel::DataParallel parallel_net(std::move(net), {Device::cpu(0), Device::cpu(1)});
   optim::SGD optimizer(parallel_net.replica_parameters(), {0.05f, 0.0f, 0.0f});
-  train::ConciseConfig config;
+  train::TrainOptions config;
   config.epochs = 2;
   config.batch_size = 32;
   const train::TrainHistory history = train::train(parallel_net, optimizer, train_data, test_data, config);

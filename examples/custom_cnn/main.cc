@@ -58,10 +58,10 @@ int main(int argc, char** argv) {
   parallel::DataParallel model(std::move(net), parallel::cpu_devices(2), parallel_options);
   optim::AdamW adamw(model.replica_parameters(), {.lr = 2e-3f, .weight_decay = 0.01f});
 
-  train::ConciseConfig config;
-  config.epochs = argc > 2 ? std::atoi(argv[2]) : 5;
-  config.batch_size = 128;
-  train::train(model, adamw, *data.train, *data.test, config, [](const train::EpochStats& e) {
+  train::TrainOptions training;
+  training.epochs = argc > 2 ? std::atoi(argv[2]) : 5;
+  training.batch_size = 128;
+  train::train(model, adamw, *data.train, *data.test, training, [](const train::EpochStats& e) {
     std::printf("epoch %d: loss %.3f, train acc %.3f, test acc %.3f, %.1f s\n", e.epoch, e.train_loss, e.train_acc,
                 e.test_acc, e.seconds);
   });

@@ -23,10 +23,10 @@ int main(int argc, char** argv) {
                                parallel::cpu_devices(1), parallel_options);
   optim::SGD sgd(model.replica_parameters(), {.lr = 0.2f});
 
-  train::ConciseConfig config;
-  config.epochs = argc > 2 ? std::atoi(argv[2]) : 3;
+  train::TrainOptions training;
+  training.epochs = argc > 2 ? std::atoi(argv[2]) : 3;
   const int rank = mpi.rank();
-  train::train(model, sgd, *data.train, *data.test, config, [&](const train::EpochStats& e) {
+  train::train(model, sgd, *data.train, *data.test, training, [&](const train::EpochStats& e) {
     std::printf("rank %d of %d, epoch %d: loss %.3f, test acc %.3f\n", rank, mpi.size(), e.epoch, e.train_loss,
                 e.test_acc);
   });

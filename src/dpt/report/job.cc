@@ -71,18 +71,6 @@ std::unique_ptr<nn::Module> build_model(const JobConfig& job, const data::Datase
   return nn::build_model(job.model, data.shape(), data.num_classes());
 }
 
-RunOptions run_options(const JobConfig& job) {
-  RunOptions run;
-  run.checkpoint_dir = job.checkpoint_dir;
-  run.checkpoint_every = job.checkpoint_every;
-  run.keep_checkpoints = job.keep_checkpoints;
-  run.resume = job.resume;
-  run.on_nan = parse_on_nan(job.on_nan);
-  run.prefetch = job.prefetch;
-  run.stop_signal = stop_signal;
-  return run;
-}
-
 // --trace: the files are tried before training (a bad path fails at once), and the
 // processes of a job start their clocks after a barrier, so that their spans line up.
 void start_job_trace(const JobConfig& job, const parallel::ProcessGroup& group) {
@@ -104,24 +92,19 @@ void finish_job_trace(const JobConfig& job, const parallel::ProcessGroup& group)
 int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel::ProcessGroup& group,
               const JobHooks& hooks) {
   ScratchConfig scratch;  // also what the concise API is checked against
-  scratch.epochs = job.epochs;
-  scratch.batch_size = job.batch_size;
+  scratch.training = train_options(job);  // the concise API's too
+  scratch.training.run.stop_signal = stop_signal;
+  scratch.training.run.check_replicas = hooks.check_replicas;
   scratch.lr = job.lr;
-  scratch.seed = job.seed;
   scratch.devices = devices;
   scratch.engine = engine_options(job, group);  // the concise API's DataParallelOptions too
-  scratch.schedule = {optim::parse_schedule(job.lr_schedule), job.warmup_epochs};
-  scratch.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
-  scratch.accumulate = job.accumulate;
-  scratch.run = run_options(job);
-  scratch.run.check_replicas = hooks.check_replicas;
   ConsoleReporter reporter(  // opens the metrics file now: a bad path fails before training
       {job.epochs, job.metrics_file, job.resume, job.plot_file,
        job.model + " (" + job.api + ") on " + std::to_string(parallel::device_names(devices, group).size()) +
            " device(s)",
        hooks.wording, job.progress},
       parallel::device_names(devices, group));
-  reporter.attach(scratch.run);
+  reporter.attach(scratch.training.run);
   validate(scratch);
 
   const data::LoadedData loaded = load_job_data(job, hooks);
@@ -148,7 +131,7 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
               info.mean.empty() ? "" : ", normalized per channel");
   if (job.lr_schedule != "constant" || job.warmup_epochs > 0 || job.lr_scaling != "none" || job.accumulate > 1 ||
       job.sync_bn) {
-    const float base = optim::scaled_lr(job.lr, scratch.lr_scaling, job.batch_size * job.accumulate);
+    const float base = optim::scaled_lr(job.lr, scratch.training.lr_scaling, job.batch_size * job.accumulate);
     std::printf("lr schedule %s from lr %g%s, %d warmup epoch%s; %d micro-batch%s of %lld per update%s\n",
                 job.lr_schedule.c_str(), base, job.lr_scaling == "linear" ? " (linear scaling)" : "", job.warmup_epochs,
                 job.warmup_epochs == 1 ? "" : "s", job.accumulate, job.accumulate == 1 ? "" : "es",
@@ -176,10 +159,8 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   const std::unique_ptr<optim::Optimizer> optimizer =
       optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
   const TrainHistory history =
-      train::train(parallel_net, *optimizer, train_data, test_data,
-            {job.epochs, job.batch_size, job.seed, job.model, scratch.run, scratch.schedule, scratch.lr_scaling,
-             job.accumulate},
-            reporter.epoch_callback(), reporter.step_callback());
+      train::train(parallel_net, *optimizer, train_data, test_data, scratch.training, reporter.epoch_callback(),
+                   reporter.step_callback());
   const EpochStats& last = history.epochs.back();
   std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);
   std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, placement.c_str());

@@ -123,27 +123,46 @@ parallel::ReplicaGroupOptions engine_options(const JobConfig& job, const paralle
   return engine;
 }
 
+TrainOptions train_options(const JobConfig& job) {
+  TrainOptions options;
+  options.epochs = job.epochs;
+  options.batch_size = job.batch_size;
+  options.seed = job.seed;
+  options.model = job.model;
+  options.schedule = {optim::parse_schedule(job.lr_schedule), job.warmup_epochs};
+  options.lr_scaling = optim::parse_lr_scaling(job.lr_scaling);
+  options.accumulate = job.accumulate;
+  RunOptions& run = options.run;
+  run.checkpoint_dir = job.checkpoint_dir;
+  run.checkpoint_every = job.checkpoint_every;
+  run.keep_checkpoints = job.keep_checkpoints;
+  run.resume = job.resume;
+  run.on_nan = parse_on_nan(job.on_nan);
+  run.prefetch = job.prefetch;
+  return options;
+}
+
 void validate(const ScratchConfig& config) {
-  validate(LoopSettings{config.epochs, config.batch_size, config.seed, config.lr, "", config.schedule,
-                        config.lr_scaling, config.accumulate});
+  validate(config.training);
+  optim::check_learning_rate(config.lr);
   parallel::check_bucket_mb(config.engine.bucket_mb);
   if (config.engine.sync_bn) throw ConfigError("sync_bn", "`sync_bn` needs `api` concise (the from-scratch LeNet has no BatchNorm)");
   parallel::check_replica_devices(config.devices, config.engine);
-  parallel::check_batch_covers_devices(config.batch_size, config.devices, config.engine.process_group);
-  if (const int64_t chunk = config.engine.deterministic_chunk; chunk > 0 && config.batch_size % chunk != 0) {
+  const int64_t batch_size = config.training.batch_size;
+  parallel::check_batch_covers_devices(batch_size, config.devices, config.engine.process_group);
+  if (const int64_t chunk = config.engine.deterministic_chunk; chunk > 0 && batch_size % chunk != 0) {
     throw ConfigError("batch_size", "`deterministic` cuts every batch into chunks of `chunk_size` " +
-                                        std::to_string(chunk) + ": `batch_size` " + std::to_string(config.batch_size) +
+                                        std::to_string(chunk) + ": `batch_size` " + std::to_string(batch_size) +
                                         " is not a multiple of it");
   }
-  validate(config.run);
 }
 
-void validate(const LoopSettings& settings) {
-  check_epochs(settings.epochs);
-  check_batch_size(settings.batch_size);
-  optim::check_learning_rate(settings.lr);
-  optim::check_schedule(settings.schedule, settings.epochs);
-  check_accumulate(settings.accumulate);
+void validate(const TrainOptions& options) {
+  check_epochs(options.epochs);
+  check_batch_size(options.batch_size);
+  optim::check_schedule(options.schedule, options.epochs);
+  check_accumulate(options.accumulate);
+  validate(options.run);
 }
 
 void validate(const RunOptions& run) {

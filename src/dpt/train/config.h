@@ -92,6 +92,11 @@ inline ops::ExecutionOptions execution_options(const JobConfig& job) {
 // `group`: this process's place in a multi-process job.
 parallel::ReplicaGroupOptions engine_options(const JobConfig& job, const parallel::ProcessGroup& group);
 
+// How the job trains (epochs, batch, seed, model, schedule, accumulation, checkpoints,
+// resume, on_nan, prefetch), parsed from its fields once for both APIs. The hooks
+// (stop_signal, warn, on_resume) are the caller's to attach.
+TrainOptions train_options(const JobConfig& job);
+
 // The loss's settings from the job's fields.
 inline nn::LossSettings loss_settings(const JobConfig& job) { return {job.loss, job.label_smoothing}; }
 
@@ -112,12 +117,13 @@ OnNan parse_on_nan(std::string_view text);
 // process group, checkpoints) is validate(ScratchConfig)'s, once the group exists.
 void validate(const JobConfig& job);
 
-// A from-scratch (or any) run on devices: epochs, batch size, learning rate, the devices
-// (kinds, one per process in a job, no more than the batch), buckets and run options.
+// A from-scratch (or any) run on devices: its training options, learning rate, the devices
+// (kinds, one per process in a job, no more than the batch) and buckets.
 void validate(const ScratchConfig& config);
 
-// The training loop's own settings: epochs, batch size, the lr schedule and accumulation.
-void validate(const LoopSettings& settings);
+// A run's training options: epochs, batch size, the lr schedule, accumulation and the run
+// options.
+void validate(const TrainOptions& options);
 
 // Checkpoints and resuming.
 void validate(const RunOptions& run);

@@ -119,13 +119,11 @@ void check_steps_the_model(parallel::DataParallel& net, const optim::Optimizer& 
 }  // namespace
 
 TrainHistory train(parallel::DataParallel& net, optim::Optimizer& optimizer, const data::Dataset& train_data,
-                   const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch,
+                   const data::Dataset& test_data, const TrainOptions& options, const EpochCallback& on_epoch,
                    const StepCallback& on_step) {
   check_steps_the_model(net, optimizer);
   DataParallelTrainable trainable(net, optimizer);
-  const LoopSettings settings{config.epochs,      config.batch_size, config.seed,     optimizer.lr(),
-                              config.model,       config.schedule,   config.lr_scaling, config.accumulate};
-  const LoopResult result = run_training(trainable, train_data, test_data, settings, config.run, on_epoch, on_step);
+  const LoopResult result = run_training(trainable, train_data, test_data, options, optimizer.lr(), on_epoch, on_step);
   TrainHistory history;
   history.epochs = result.history;
   history.skipped_steps = result.skipped_steps;

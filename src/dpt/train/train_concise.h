@@ -17,26 +17,16 @@
 
 namespace dpt::train {
 
-struct ConciseConfig {
-  int epochs = 10;
-  int64_t batch_size = 256;
-  uint64_t seed = 0;  // shuffling
-  std::string model;  // recorded in checkpoints ("lenet", "resnet18"); resuming checks it
-  RunOptions run;     // checkpoints, resume, on_nan, stopping
-  optim::LrSchedule schedule;  // the lr of every update from the optimizer's (optim/lr_schedule.h)
-  optim::LrScaling lr_scaling = optim::LrScaling::none;
-  int accumulate = 1;          // micro-batches of batch_size per update
-};
-
 struct TrainHistory {
   std::vector<EpochStats> epochs;  // every epoch, a resumed checkpoint's included
   double examples_per_sec = 0;     // over this invocation's training time
   int64_t skipped_steps = 0;       // on_nan skip
 };
 
-// Throws std::invalid_argument when `optimizer` does not step `net`'s replica parameters.
+// Trains `net` with `optimizer`, whose learning rate is the schedule's base, as `options`
+// say. Throws std::invalid_argument when `optimizer` does not step `net`'s replica parameters.
 TrainHistory train(parallel::DataParallel& net, optim::Optimizer& optimizer, const data::Dataset& train_data,
-                   const data::Dataset& test_data, const ConciseConfig& config, const EpochCallback& on_epoch = {},
+                   const data::Dataset& test_data, const TrainOptions& options, const EpochCallback& on_epoch = {},
                    const StepCallback& on_step = {});
 
 }  // namespace dpt::train

@@ -119,10 +119,10 @@ TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const dat
                                       const ScratchConfig& config, const EpochCallback& on_epoch,
                                       const StepCallback& on_step) {
   validate(config);
-  ScratchTrainer trainer(config, nn::lenet_params(config.seed, train_data.shape(), train_data.num_classes()));
-  const LoopSettings settings{config.epochs, config.batch_size, config.seed,       config.lr,
-                              kScratchModelName, config.schedule, config.lr_scaling, config.accumulate};
-  const LoopResult result = run_training(trainer, train_data, test_data, settings, config.run, on_epoch, on_step);
+  ScratchTrainer trainer(config, nn::lenet_params(config.training.seed, train_data.shape(), train_data.num_classes()));
+  TrainOptions options = config.training;
+  options.model = kScratchModelName;
+  const LoopResult result = run_training(trainer, train_data, test_data, options, config.lr, on_epoch, on_step);
   TrainSummary summary;
   summary.history = result.history;
   summary.skipped_steps = result.skipped_steps;

@@ -27,19 +27,13 @@
 namespace dpt::train {
 
 struct ScratchConfig {
-  int epochs = 10;
-  int64_t batch_size = 256;
-  float lr = 0.2f;
-  uint64_t seed = 0;  // parameter init and shuffling
+  TrainOptions training;  // epochs, batch, seed (parameter init and shuffling), schedule, run options
+  float lr = 0.2f;        // the lesson's sgd(params, lr, batch_size): the schedule's base
   std::vector<Device> devices{Device::cpu(0)};
   // How the devices compute and communicate, as the concise API's DataParallelOptions:
   // allreduce, cores, buckets, the process group (--dist mpi), deterministic chunks, the
   // loss and the execution options (parallel/replica_group.h). No sync_bn: LeNet has none.
   parallel::ReplicaGroupOptions engine;
-  RunOptions run;                           // checkpoints, resume, --on-nan, stopping
-  optim::LrSchedule schedule;               // the lr of every update from `lr` (optim/lr_schedule.h)
-  optim::LrScaling lr_scaling = optim::LrScaling::none;
-  int accumulate = 1;                       // micro-batches of batch_size per update
 };
 
 // The lesson's steps as thin calls into the replica engine (parallel::ReplicaGroup), which
@@ -110,7 +104,8 @@ struct TrainSummary {
 inline constexpr const char* kScratchModelName = "lenet (scratch API)";
 
 // The lesson's train(num_gpus, batch_size, lr) for LeNet on a data set; calls on_epoch
-// after each epoch. config.run adds checkpoints, resuming, the NaN policy and stopping.
+// after each epoch. config.training.run adds checkpoints, resuming, the NaN policy and
+// stopping; config.training.model is ignored (checkpoints record kScratchModelName).
 TrainSummary train_lenet_from_scratch(const data::Dataset& train_data, const data::Dataset& test_data,
                                       const ScratchConfig& config, const EpochCallback& on_epoch = {},
                                       const StepCallback& on_step = {});

@@ -14,6 +14,7 @@
 #include "dpt/core/trace.h"
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
+#include "dpt/optim/sgd.h"
 #include "dpt/train/config.h"
 #include "dpt/train/ledger_reads.h"
 #include "dpt/train/timer.h"
@@ -69,7 +70,7 @@ bool same_data(const data::DataInfo& a, const data::DataInfo& b) {
          a.stddev == b.stddev;
 }
 
-void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const LoopSettings& settings,
+void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const TrainOptions& settings,
                      const Trainable& model, int64_t train_examples, const data::DataInfo& data) {
   const auto mismatch = [&](const std::string& what, const std::string& saved, const std::string& now) {
     throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " +
@@ -108,9 +109,8 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
 
 class Checkpointer {
  public:
-  Checkpointer(const Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples,
-               data::DataInfo data)
-      : model_(model), settings_(settings), run_(run), train_examples_(train_examples), data_(std::move(data)) {}
+  Checkpointer(const Trainable& model, const TrainOptions& settings, int64_t train_examples, data::DataInfo data)
+      : model_(model), settings_(settings), run_(settings.run), train_examples_(train_examples), data_(std::move(data)) {}
 
   bool enabled() const { return !run_.checkpoint_dir.empty(); }
   bool due_after_step(int64_t global_step) const {
@@ -143,14 +143,14 @@ class Checkpointer {
 
  private:
   const Trainable& model_;
-  const LoopSettings& settings_;
+  const TrainOptions& settings_;
   const RunOptions& run_;
   int64_t train_examples_;
   data::DataInfo data_;
 };
 
-LoopState resume(Trainable& model, const LoopSettings& settings, const RunOptions& run, int64_t train_examples,
-                 const data::DataInfo& data) {
+LoopState resume(Trainable& model, const TrainOptions& settings, int64_t train_examples, const data::DataInfo& data) {
+  const RunOptions& run = settings.run;
   checkpoint::Loaded loaded = checkpoint::load_latest(run.checkpoint_dir);
   for (const std::string& why : loaded.refused) {
     if (run.warn) run.warn("skipping a damaged checkpoint: " + why);
@@ -183,13 +183,14 @@ bool next_batch(data::BatchLoader& loader, data::Batch& batch) {
 }  // namespace
 
 LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
-                        const LoopSettings& settings, const RunOptions& run, const EpochCallback& on_epoch,
+                        const TrainOptions& settings, float lr, const EpochCallback& on_epoch,
                         const StepCallback& on_step) {
   validate(settings);
-  validate(run);
+  optim::check_learning_rate(lr);
+  const RunOptions& run = settings.run;
   const data::DataInfo data_info = train_data.info();
-  const Checkpointer checkpointer(model, settings, run, train_data.size(), data_info);
-  LoopState state = run.resume ? resume(model, settings, run, train_data.size(), data_info) : LoopState{};
+  const Checkpointer checkpointer(model, settings, train_data.size(), data_info);
+  LoopState state = run.resume ? resume(model, settings, train_data.size(), data_info) : LoopState{};
   data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed, /*augment=*/true);
   // Filling a batch (decoding pictures, augmenting) runs between steps, on every core.
   loader.set_threads(static_cast<int>(std::thread::hardware_concurrency()));
@@ -202,7 +203,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   // batch_size * accumulate examples (what the linear scaling rule scales by).
   const int64_t accumulate = settings.accumulate;
   const int64_t steps_per_epoch = (loader.num_batches() + accumulate - 1) / accumulate;
-  const float base_lr = optim::scaled_lr(settings.lr, settings.lr_scaling, settings.batch_size * accumulate);
+  const float base_lr = optim::scaled_lr(lr, settings.lr_scaling, settings.batch_size * accumulate);
 
   // The figures and the divergence record wait on the devices until a read (ledger_reads.h).
   LedgerReads reads(model.ledger_reads_are_free(), run.on_nan);
@@ -216,7 +217,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
       std::vector<std::string> names;
       for (const auto& [name, grad] : model.named_gradients()) names.push_back(name);
       const auto [epoch, step] = reads.where(ledger.non_finite->tag);
-      message = divergence_message(describe_non_finite(*ledger.non_finite, names), epoch, step, settings.lr);
+      message = divergence_message(describe_non_finite(*ledger.non_finite, names), epoch, step, lr);
     }
     reads.read_done();
     return message;

@@ -109,19 +109,25 @@ class TrainingInterrupted : public std::runtime_error {
   int signal_;
 };
 
-struct LoopSettings {
+// How one run trains, for both APIs (the concise train() and the scratch trainer's
+// ScratchConfig::training): the one options struct of a run; validate(TrainOptions)
+// (config.h) checks it. The learning rate is not here: the concise API takes it from its
+// optimizer, the scratch API from ScratchConfig::lr.
+struct TrainOptions {
   int epochs = 10;
   int64_t batch_size = 256;  // of one micro-batch: an update trains on batch_size * accumulate
-  uint64_t seed = 0;  // shuffling
-  float lr = 0.2f;    // the base learning rate of the schedule (and the divergence advice's)
-  std::string model;  // recorded in checkpoints; resuming checks it
-  // The learning rate of every update: schedule(global step) from lr, scaled by the
+  uint64_t seed = 0;         // shuffling (and the scratch API's parameter init)
+  // Recorded in checkpoints; resuming checks it. The registry's name of the model (nn/registry.h)
+  // lets `dptrain evaluate` and `export` rebuild it; the scratch API records kScratchModelName.
+  std::string model;
+  // The learning rate of every update: schedule(global step) from the base lr, scaled by the
   // examples of one update (optim/lr_schedule.h). Recorded in checkpoints; resuming checks it.
   optim::LrSchedule schedule;
   optim::LrScaling lr_scaling = optim::LrScaling::none;
   // Micro-batches per update (gradient accumulation); an epoch's last update may have fewer.
   // A step (global_step, checkpoint_every) is one update.
   int accumulate = 1;
+  RunOptions run;  // checkpoints, resume, on_nan, stopping, progress hooks
 };
 
 struct LoopResult {
@@ -136,8 +142,10 @@ struct LoopResult {
 using StepCallback = std::function<void(int epoch, int64_t step, int64_t steps, double loss, double acc)>;
 using EpochCallback = std::function<void(const EpochStats&)>;
 
+// Trains `model` as `options` say from the base learning rate `lr` (the schedule's, and
+// the divergence advice's).
 LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
-                        const LoopSettings& settings, const RunOptions& run, const EpochCallback& on_epoch = {},
+                        const TrainOptions& options, float lr, const EpochCallback& on_epoch = {},
                         const StepCallback& on_step = {});
 
 }  // namespace dpt::train
