@@ -19,48 +19,9 @@
 set -euo pipefail
 dptrain=$1 data=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
-skip() {
-  echo "SKIP: $1"
-  exit 77
-}
-[[ $(id -u) -eq 0 ]] || skip "needs root for network namespaces"
-for tool in ip tc unshare mpirun; do command -v "$tool" >/dev/null || skip "$tool not found"; done
 
-prefix=dptmh$$
-export DPT_MH_PREFIX=$prefix
 hosts=(h1 h2 h3)
-cleanup() {
-  local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$prefix-" || true); do
-    ip netns pids "$ns" | xargs -r kill -9 2>/dev/null || true
-    ip netns del "$ns" || true
-  done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-rm -rf "$work"
-mkdir -p "$work"
-
-in_ns() {
-  local ns=$1
-  shift
-  ip netns exec "$prefix-$ns" "$@"
-}
-ip netns add "$prefix-sw"
-in_ns sw ip link set lo up
-in_ns sw ip link add br0 type bridge
-in_ns sw ip addr add 10.77.0.1/24 dev br0
-in_ns sw ip link set br0 up
-i=0
-for h in "${hosts[@]}"; do
-  i=$((i + 1))
-  ip netns add "$prefix-$h"
-  in_ns sw ip link add "p$h" type veth peer name eth0 netns "$prefix-$h"
-  in_ns sw ip link set "p$h" master br0 up
-  in_ns "$h" ip addr add "10.77.0.1$i/24" dev eth0
-  in_ns "$h" ip link set eth0 up
-  in_ns "$h" ip link set lo up
-done
+source "$here/netns_hosts.sh"
 
 # 1000 images in batches of 96: 11 steps per epoch.
 common=(--data "$data" --train-limit 1000 --test-limit 300 --batch-size 96 --seed 3)
@@ -78,34 +39,15 @@ run_mpi() {
   printf '%s slots=1\n' "${list[@]}" >"$work/hostfile"
   local status=0
   in_ns sw unshare --uts sh -c 'hostname switch && exec "$@"' sh \
-    timeout --kill-after=10 150 mpirun --allow-run-as-root --hostfile "$work/hostfile" -np "${#list[@]}" \
-    --mca plm_rsh_agent "$here/netns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include 10.77.0.0/24 --mca btl self,tcp --mca btl_tcp_if_include 10.77.0.0/24 \
-    -x DPT_MH_PREFIX -x OMP_NUM_THREADS=1 \
+    timeout --kill-after=10 150 mpirun --hostfile "$work/hostfile" -np "${#list[@]}" "${mpirun_netns_args[@]}" \
     "$dptrain" train --dist mpi --devices cpu:1 --cores 1 "${common[@]}" "$@" >"$log" 2>&1 || status=$?
   return $status
-}
-# Whether a dptrain process is left in HOST's namespace.
-runs_dptrain() {
-  local pid
-  for pid in $(ip netns pids "$prefix-$1"); do
-    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == dptrain ]] && return 0
-  done
-  return 1
 }
 digests() { "$dptrain" checkpoint-info "$1" | grep digest; }
 newest() { ls "$1"/step-*.ckpt | tail -1; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-fail() {
-  echo "FAIL: $1"
-  shift
-  for f in "$@"; do
-    echo "--- $f"
-    tail -30 "$f"
-  done
-  exit 1
-}
+source "$here/../support/fail.sh"
 
 # (a) 3 hosts against one process on 3 devices.
 t0=$(now)

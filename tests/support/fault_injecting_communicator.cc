@@ -1,27 +1,43 @@
 #include "fault_injecting_communicator.h"
 
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace dpt::testing_support {
 
 namespace {
 
 constexpr const char* kSpecForm =
-    "RANK:CALL:MODE[,RANK:CALL:MODE...] with MODE exit, hang, throw, sigint or sigterm and CALL >= 1 "
+    "RANK:CALL:MODE[,RANK:CALL:MODE...] with MODE exit, hang, throw, sigint, sigterm or stop and CALL >= 1 "
     "(e.g. 1:5:sigint,2:5:sigterm)";
 
+constexpr std::array<std::pair<FaultMode, const char*>, 6> kModeNames{{{FaultMode::exit, "exit"},
+                                                                      {FaultMode::hang, "hang"},
+                                                                      {FaultMode::throw_error, "throw"},
+                                                                      {FaultMode::sigint, "sigint"},
+                                                                      {FaultMode::sigterm, "sigterm"},
+                                                                      {FaultMode::stop, "stop"}}};
+
+const char* mode_name(FaultMode mode) {
+  for (const auto& [m, name] : kModeNames) {
+    if (m == mode) return name;
+  }
+  return "?";
+}
+
 FaultMode parse_mode(const std::string& mode, const std::string& spec) {
-  if (mode == "exit") return FaultMode::exit;
-  if (mode == "hang") return FaultMode::hang;
-  if (mode == "throw") return FaultMode::throw_error;
-  if (mode == "sigint") return FaultMode::sigint;
-  if (mode == "sigterm") return FaultMode::sigterm;
+  for (const auto& [m, name] : kModeNames) {
+    if (mode == name) return m;
+  }
   throw std::invalid_argument("DPT_TEST_MPI_FAULT must be " + std::string(kSpecForm) + ", got '" + spec +
                               "' (unknown mode '" + mode + "')");
 }
@@ -46,6 +62,7 @@ const char* action(FaultMode mode) {
     case FaultMode::throw_error: return "throwing";
     case FaultMode::sigint: return "raising SIGINT";
     case FaultMode::sigterm: return "raising SIGTERM";
+    case FaultMode::stop: return "stopping (SIGSTOP)";
   }
   return "?";
 }
@@ -64,7 +81,16 @@ std::vector<Fault> parse_fault_spec(const std::string& spec) {
 
 std::vector<Fault> fault_spec_from_env() {
   const char* spec = std::getenv("DPT_TEST_MPI_FAULT");
-  return parse_fault_spec(spec ? spec : "");
+  std::vector<Fault> faults = parse_fault_spec(spec ? spec : "");
+  const char* once = std::getenv("DPT_TEST_MPI_FAULT_ONCE");
+  if (!once || !*once) return faults;
+  std::vector<Fault> due;
+  for (Fault& fault : faults) {
+    fault.marker = std::string(once) + "/fault-" + std::to_string(fault.rank) + "-" + std::to_string(fault.call) + "-" +
+                   mode_name(fault.mode);
+    if (!std::filesystem::exists(fault.marker)) due.push_back(fault);
+  }
+  return due;
 }
 
 FaultInjectingCommunicator::FaultInjectingCommunicator(std::shared_ptr<parallel::Communicator> inner,
@@ -88,6 +114,7 @@ void FaultInjectingCommunicator::inject_if_due(int rank) {
                  "handling)\n",
                  rank, action(fault.mode), call, now);
     std::fflush(stderr);
+    if (!fault.marker.empty()) std::ofstream(fault.marker) << now << "\n";
     switch (fault.mode) {
       case FaultMode::exit: std::_Exit(3);
       case FaultMode::hang:
@@ -96,6 +123,7 @@ void FaultInjectingCommunicator::inject_if_due(int rank) {
         throw std::runtime_error("injected error (DPT_TEST_MPI_FAULT) in allreduce " + std::to_string(call));
       case FaultMode::sigint: std::raise(SIGINT); break;
       case FaultMode::sigterm: std::raise(SIGTERM); break;
+      case FaultMode::stop: std::raise(SIGSTOP); break;
     }
   }
 }

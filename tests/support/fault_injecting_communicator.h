@@ -6,7 +6,11 @@
 //   throw:   std::runtime_error "injected error (DPT_TEST_MPI_FAULT) in allreduce K" (an
 //            error on one rank, as a bad input would raise);
 //   sigint, sigterm: raises the signal in this process (as if the user or a scheduler
-//            sent it), then goes on with the collective normally.
+//            sent it), then goes on with the collective normally;
+//   stop:    raises SIGSTOP (a hung process, as `kill -STOP` leaves it).
+// With $DPT_TEST_MPI_FAULT_ONCE=DIR each fault fires once over every run that shares DIR
+// (a marker file DIR/fault-R-K-MODE, made as it fires): a restarted job (dptrain launch)
+// then runs past the fault that ended the run before it.
 // Before acting it prints "dptrain: rank R: DPT_TEST_MPI_FAULT: <what> in allreduce K at
 // unix time T (a test of fault handling)" to stderr: tests/mpi/dptrain_mpi_fault.sh greps
 // it, and measures from T how long the other ranks took to stop.
@@ -26,12 +30,13 @@
 
 namespace dpt::testing_support {
 
-enum class FaultMode { exit, hang, throw_error, sigint, sigterm };
+enum class FaultMode { exit, hang, throw_error, sigint, sigterm, stop };
 
 struct Fault {
   int rank = -1;
   long call = 0;  // 1-based: the K-th allreduce of that rank
   FaultMode mode = FaultMode::throw_error;
+  std::string marker;  // made as the fault fires; empty: none (it fires in every run)
 };
 
 // "R:K:MODE[,R:K:MODE...]", MODE one of exit, hang, throw, sigint, sigterm (e.g.
@@ -39,7 +44,8 @@ struct Fault {
 // expected form for anything else.
 std::vector<Fault> parse_fault_spec(const std::string& spec);
 
-// parse_fault_spec of $DPT_TEST_MPI_FAULT (no faults when it is unset).
+// parse_fault_spec of $DPT_TEST_MPI_FAULT (no faults when it is unset), less those that
+// fired already in a run sharing $DPT_TEST_MPI_FAULT_ONCE.
 std::vector<Fault> fault_spec_from_env();
 
 class FaultInjectingCommunicator final : public ForwardingCommunicator {
