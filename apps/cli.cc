@@ -4,8 +4,10 @@
 #include "cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -21,6 +23,7 @@
 #include "dpt/optim/optimizer.h"
 #include "dpt/report/job.h"
 #include "dpt/version.h"
+#include "launch/launcher.h"
 
 namespace dpt::cli {
 
@@ -362,6 +365,55 @@ void add_export_flags(CLI::App& cmd, ExportSettings& s) {
       ->required();
 }
 
+void add_launch_flags(CLI::App& cmd, launch::LaunchSettings& s, std::string& mpirun_args) {
+  cmd.add_option("--hostfile", s.hostfile,
+                 "Open MPI hostfile: one host per line, \"HOST slots=N\" for N processes on it (\"localhost "
+                 "slots=3\" on one machine); read again after each failure, so hosts may be added")
+      ->required();
+  cmd.add_option("--min-hosts", s.min_hosts, "Give up when fewer hosts than this answer")->capture_default_str();
+  cmd.add_option("--max-restarts", s.max_restarts, "Give up after this many restarts after failures")
+      ->capture_default_str();
+  cmd.add_option("--probe-timeout", s.probe_timeout,
+                 "Seconds a host has to answer a probe (mpirun -np 1 true on it) before it is left out")
+      ->capture_default_str();
+  cmd.add_option("--readmit-every", s.readmit_every,
+                 "Seconds between probes of the hosts left out while the job runs; one that answers is taken "
+                 "back: the job checkpoints and restarts on more processes (0: never)")
+      ->capture_default_str();
+  cmd.add_option("--error-grace", s.error_grace,
+                 "Seconds mpirun has to end by itself after a rank reported an error, before the launcher ends "
+                 "it (it may wait forever for a dead host's daemon)")
+      ->capture_default_str();
+  cmd.add_option("--mpirun", s.mpirun, "The mpirun to run")->capture_default_str();
+  cmd.add_option("--program", s.program,
+                 "The dptrain the hosts run, where it is installed elsewhere there (default: this one's path)");
+  cmd.add_option("--mpirun-args", mpirun_args,
+                 "Arguments for every mpirun, split at spaces (e.g. \"--mca btl self,tcp --mca plm_rsh_agent ssh\")");
+  cmd.add_option("train_flags", s.train_args, "dptrain train's flags, after --; --checkpoint-dir is required");
+}
+
+// dptrain train's flags given to launch, checked as train would check them.
+train::JobConfig parse_train_flags(const std::vector<std::string>& args) {
+  CLI::App app{"dptrain train"};
+  train::JobConfig job;
+  add_train_flags(app, job);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw std::runtime_error(std::string("launch: the train flags after --: ") + e.what());
+  }
+  train::validate(job);
+  return job;
+}
+
+std::vector<std::string> split_at_spaces(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
 }  // namespace
 
 int run(int argc, char** argv, const CliHooks& hooks) {
@@ -385,6 +437,13 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   ExportSettings export_settings;
   CLI::App* export_cmd = app.add_subcommand("export", "Write a checkpoint's network as an ONNX model");
   add_export_flags(*export_cmd, export_settings);
+  launch::LaunchSettings launch_settings;
+  std::string mpirun_args;
+  CLI::App* launch_cmd = app.add_subcommand(
+      "launch", "Run a training job with mpirun on the hosts of a hostfile and keep it going: after a failure, "
+                "restart it on the hosts that answer, from its newest checkpoint (dptrain launch --hostfile FILE "
+                "-- TRAIN FLAGS)");
+  add_launch_flags(*launch_cmd, launch_settings, mpirun_args);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -394,6 +453,18 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   if (evaluate_cmd->parsed()) return run_evaluate(evaluate, with_flags);
   if (predict_cmd->parsed()) return run_predict(predict, with_flags);
   if (export_cmd->parsed()) return run_export(export_settings, with_flags);
+  if (launch_cmd->parsed()) {
+    launch_settings.mpirun_args = split_at_spaces(mpirun_args);
+    return reporting_errors(with_flags, [&] {
+      // Checked as every rank will check them: under --dist mpi.
+      std::vector<std::string> as_ranks_see_them = launch_settings.train_args;
+      if (std::none_of(as_ranks_see_them.begin(), as_ranks_see_them.end(),
+                       [](const std::string& a) { return a == "--dist" || a.rfind("--dist=", 0) == 0; })) {
+        as_ranks_see_them.insert(as_ranks_see_them.end(), {"--dist", "mpi"});
+      }
+      return launch::launch(launch_settings, parse_train_flags(as_ranks_see_them));
+    });
+  }
   return info->parsed() ? report::show_checkpoint(checkpoint_file, job_hooks) : report::run_job(job, job_hooks);
 }
 

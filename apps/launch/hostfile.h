@@ -1,0 +1,30 @@
+// Open MPI's hostfile, as `dptrain launch` reads it: one host per line, "NAME [slots=N]"
+// (N processes on it, 1 when absent), '#' starting a comment. The launcher writes the
+// hosts it keeps back in the same form for mpirun.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dpt::cli::launch {
+
+struct Host {
+  std::string name;
+  int slots = 1;
+};
+
+// Throws std::runtime_error naming the file (and the line) when it cannot be read, names
+// no host, or has a line that is not "NAME [slots=N]" with N >= 1.
+std::vector<Host> read_hostfile(const std::filesystem::path& file);
+
+// "NAME slots=N" lines for mpirun --hostfile.
+std::string hostfile_text(const std::vector<Host>& hosts);
+
+// The processes of `hosts` together.
+int total_slots(const std::vector<Host>& hosts);
+
+// "h1, h2 (2 processes)".
+std::string describe(const std::vector<Host>& hosts);
+
+}  // namespace dpt::cli::launch

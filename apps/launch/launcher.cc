@@ -1,0 +1,386 @@
+#include "launch/launcher.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "dpt/checkpoint/checkpoint_dir.h"
+#include "launch/child_process.h"
+
+namespace dpt::cli::launch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> launcher_signal{0};
+extern "C" void on_launcher_signal(int signal) { launcher_signal.store(signal); }
+
+Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+
+bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
+  return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+}
+
+// A directory of the launcher's own (the hostfiles it writes for mpirun), removed at the end.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dptrain-launch-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot make a directory in " + pattern);
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::filesystem::path write_hostfile(const std::filesystem::path& file, const std::vector<Host>& hosts) {
+  std::ofstream(file) << hostfile_text(hosts);
+  return file;
+}
+
+std::vector<std::string> mpirun_argv(const LaunchSettings& settings, const std::filesystem::path& hostfile, int processes,
+                                     const std::vector<std::string>& program) {
+  std::vector<std::string> argv{settings.mpirun, "--hostfile", hostfile.string(), "-np", std::to_string(processes)};
+  argv.insert(argv.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+// Probes of hosts, all at once: `mpirun -np 1 true` on each needs what a run needs (the
+// remote shell, the daemon and its connection back to mpirun), and must end within the
+// probe timeout. Polled, so that the launcher watches its job meanwhile.
+class Probes {
+ public:
+  Probes(const LaunchSettings& settings, const std::filesystem::path& dir, const std::vector<Host>& hosts)
+      : deadline_(Clock::now() + seconds(settings.probe_timeout)) {
+    for (const Host& host : hosts) {
+      const auto file = write_hostfile(dir / ("probe-" + host.name), {{host.name, 1}});
+      probes_.push_back({host, std::make_unique<ChildProcess>(mpirun_argv(settings, file, 1, {"true"}), false, true)});
+    }
+  }
+  // Whether every probe has ended (those past the deadline are ended here).
+  bool done() {
+    bool all = true;
+    for (Probe& probe : probes_) {
+      if (probe.child->poll()) continue;
+      if (Clock::now() < deadline_) {
+        all = false;
+      } else {
+        probe.child->end(std::chrono::milliseconds(1000));
+        probe.timed_out = true;
+      }
+    }
+    return all;
+  }
+  // The hosts whose probe succeeded in time (once done()).
+  std::vector<Host> answered() {
+    std::vector<Host> hosts;
+    for (Probe& probe : probes_) {
+      if (!probe.timed_out && probe.child->poll() == 0) hosts.push_back(probe.host);
+    }
+    return hosts;
+  }
+
+ private:
+  struct Probe {
+    Host host;
+    std::unique_ptr<ChildProcess> child;
+    bool timed_out = false;
+  };
+  Clock::time_point deadline_;
+  std::vector<Probe> probes_;
+};
+
+std::vector<Host> answering(const LaunchSettings& settings, const std::filesystem::path& dir,
+                            const std::vector<Host>& hosts) {
+  Probes probes(settings, dir, hosts);
+  while (!probes.done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return probes.answered();
+}
+
+std::vector<std::string> names(const std::vector<Host>& hosts) {
+  std::vector<std::string> list;
+  for (const Host& host : hosts) list.push_back(host.name);
+  return list;
+}
+
+// Each membership change: one line on stdout, and a JSON line in the events file beside
+// --metrics (METRICS with the extension .launch.jsonl) when there is one.
+class Events {
+ public:
+  explicit Events(const std::string& metrics_file) {
+    if (metrics_file.empty()) return;
+    path_ = std::filesystem::path(metrics_file).replace_extension(".launch.jsonl");
+    std::ofstream out(path_, std::ios::app);
+    if (!out) throw std::runtime_error("cannot write " + path_.string() + " (the launcher's events, beside --metrics)");
+  }
+  void write(const std::string& event, const std::string& line, const std::vector<Host>& hosts, int restarts,
+             const std::string& cause = "", const std::string& resume_from = "") {
+    std::printf("dptrain launch: %s\n", line.c_str());
+    std::fflush(stdout);
+    if (path_.empty()) return;
+    nlohmann::ordered_json j;
+    j["event"] = event;
+    j["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    j["restarts"] = restarts;
+    j["hosts"] = names(hosts);
+    j["processes"] = total_slots(hosts);
+    if (!cause.empty()) j["cause"] = cause;
+    if (!resume_from.empty()) j["resume_from"] = resume_from;
+    std::ofstream(path_, std::ios::app) << j.dump() << "\n";
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct Outcome {
+  enum Kind { finished, failed, stopped, grow } kind = failed;
+  int status = 0;
+  std::string cause;
+  std::vector<Host> joining;  // grow: the hosts that answered again
+};
+
+bool reports_failure(const std::string& line) {
+  return line.find("dptrain: error:") != std::string::npos || line.find("mpirun noticed") != std::string::npos ||
+         line.find("ORTE has lost communication") != std::string::npos ||
+         line.find("ORTE was unable to reliably start") != std::string::npos;
+}
+
+class Launcher {
+ public:
+  Launcher(const LaunchSettings& settings, const train::JobConfig& job)
+      : settings_(settings), job_(job), events_(job.metrics_file), self_(settings.program.empty() ? std::filesystem::read_symlink("/proc/self/exe")
+                                                       : std::filesystem::path(settings.program)) {}
+
+  int run() {
+    std::vector<Host> members = usable(read_hostfile(settings_.hostfile), "at the start");
+    bool resume = job_.resume;
+    events_.write("start", "starting on " + describe(members), members, 0);
+    for (int restarts = 0;;) {
+      if (const int s = launcher_signal.load(); s != 0) {  // arrived between runs: nothing to pass on
+        events_.write("stopped", "stopped by signal " + std::to_string(s) + " between runs", members, restarts);
+        return 128 + s;
+      }
+      const Outcome outcome = run_job(members, resume);
+      switch (outcome.kind) {
+        case Outcome::finished:
+          events_.write("finished", "the job finished on " + describe(members) + " after " + std::to_string(restarts) +
+                                        " restart" + (restarts == 1 ? "" : "s"), members, restarts);
+          return 0;
+        case Outcome::stopped:
+          events_.write("stopped", "stopped by signal " + std::to_string(outcome.status - 128) + ", passed on to the job",
+                        members, restarts);
+          return outcome.status;
+        case Outcome::grow:
+          members.insert(members.end(), outcome.joining.begin(), outcome.joining.end());
+          resume = true;
+          events_.write("grow", names_of(outcome.joining) + " answered again: restarting on " + describe(members) + resume_text(),
+                        members, restarts, "", newest_checkpoint());
+          continue;
+        case Outcome::failed:
+          break;
+      }
+      if (restarts == settings_.max_restarts) {
+        events_.write("gave_up", "giving up after " + std::to_string(restarts) + " restarts: " + outcome.cause, members,
+                      restarts, outcome.cause);
+        throw std::runtime_error("launch gave up after " + std::to_string(restarts) + " restart" +
+                                 (restarts == 1 ? "" : "s") + " (--max-restarts): " + outcome.cause);
+      }
+      members = usable(read_hostfile(settings_.hostfile), "after the failure (" + outcome.cause + ")");
+      ++restarts;
+      resume = !newest_checkpoint().empty() || job_.resume;
+      events_.write("restart", "the run failed: " + outcome.cause + "; restart " + std::to_string(restarts) + " of " +
+                                   std::to_string(settings_.max_restarts) + " on " + describe(members) + resume_text(),
+                    members, restarts, outcome.cause, newest_checkpoint());
+    }
+  }
+
+ private:
+  static std::string names_of(const std::vector<Host>& hosts) {
+    std::string text;
+    for (const Host& h : hosts) text += (text.empty() ? "" : ", ") + h.name;
+    return text;
+  }
+
+  // The newest checkpoint file the job would resume from, as the launcher sees the
+  // directory; empty when there is none yet.
+  std::string newest_checkpoint() const {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(job_.checkpoint_dir, ec)) return "";
+    const std::vector<std::filesystem::path> files = checkpoint::list(job_.checkpoint_dir);
+    return files.empty() ? "" : files.back().filename().string();
+  }
+  std::string resume_text() const {
+    const std::string newest = newest_checkpoint();
+    return newest.empty() ? ", from the start (no checkpoint yet)" : ", resuming from the newest intact checkpoint (" + newest + " or older)";
+  }
+
+  std::vector<Host> usable(const std::vector<Host>& hosts, const std::string& when) {
+    std::vector<Host> answered = answering(settings_, dir_.path(), hosts);
+    if (static_cast<int>(answered.size()) >= settings_.min_hosts) return answered;
+    std::string silent;
+    for (const Host& h : hosts) {
+      if (std::none_of(answered.begin(), answered.end(), [&](const Host& a) { return a.name == h.name; }))
+        silent += (silent.empty() ? "" : ", ") + h.name;
+    }
+    throw std::runtime_error("only " + std::to_string(answered.size()) + " of " + std::to_string(hosts.size()) +
+                             " hosts in " + settings_.hostfile + " answer " + when + " (" + silent +
+                             ": no answer to mpirun within " + format_seconds(settings_.probe_timeout) +
+                             "); --min-hosts is " + std::to_string(settings_.min_hosts));
+  }
+
+  static std::string format_seconds(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g s", s);
+    return text;
+  }
+
+  std::vector<std::string> train_argv(bool resume) const {
+    std::vector<std::string> argv{self_.string(), "train"};
+    argv.insert(argv.end(), settings_.train_args.begin(), settings_.train_args.end());
+    if (!has_flag(settings_.train_args, "--dist")) argv.insert(argv.end(), {"--dist", "mpi"});
+    if (resume && !has_flag(settings_.train_args, "--resume")) argv.push_back("--resume");
+    return argv;
+  }
+
+  Outcome run_job(const std::vector<Host>& members, bool resume) {
+    const auto file = write_hostfile(dir_.path() / "hostfile", members);
+    ChildProcess job(mpirun_argv(settings_, file, total_slots(members), train_argv(resume)), /*capture_stderr=*/true);
+    Outcome outcome;
+    std::optional<Clock::time_point> error_deadline;
+    int stop_signal = 0;
+    bool stop_sent = false;
+    Clock::time_point next_probe = Clock::now() + seconds(settings_.readmit_every);
+    std::unique_ptr<Probes> readmission;  // probes of the hosts left out, in flight
+    std::string first_exit;  // mpirun's "Process name: [[job,vpid],R]" and "Exit code: N" of a rank that exited
+    const auto take_lines = [&] {
+      for (const std::string& line : job.read_lines()) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+        if (outcome.cause.empty() && reports_failure(line)) {
+          outcome.cause = line;
+          error_deadline = Clock::now() + seconds(settings_.error_grace);
+        }
+        if (const size_t at = line.find("Process name: [["); at != std::string::npos) {
+          const size_t rank = line.rfind(',');
+          if (rank != std::string::npos) first_exit = "rank " + line.substr(rank + 1, line.find(']', rank) - rank - 1);
+        } else if (const size_t code = line.find("Exit code:"); code != std::string::npos && !first_exit.empty()) {
+          first_exit += " exited with status " + std::to_string(std::atoi(line.c_str() + code + 10));
+        }
+      }
+    };
+    std::optional<int> status;
+    while (!(status = job.poll())) {
+      take_lines();
+      if (const int s = launcher_signal.load(); s != 0 && !stop_sent) {
+        stop_signal = s;
+        stop_sent = true;
+        job.signal(SIGTERM);  // mpirun passes it on: every rank stops after the same step, checkpointed
+      }
+      if (error_deadline && Clock::now() > *error_deadline) {
+        status = job.end(std::chrono::milliseconds(3000));
+        outcome.cause += " (mpirun went on waiting " + format_seconds(settings_.error_grace) + " after it: ended)";
+        break;
+      }
+      if (!stop_sent && settings_.readmit_every > 0) {
+        if (!readmission && Clock::now() > next_probe) readmission = probe_absent(members);
+        if (readmission && readmission->done()) {
+          outcome.joining = readmission->answered();
+          readmission.reset();
+          next_probe = Clock::now() + seconds(settings_.readmit_every);
+          if (!outcome.joining.empty()) {
+            stop_sent = true;
+            job.signal(SIGTERM);  // every rank stops after the same step, checkpointed
+          }
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    take_lines();
+    outcome.status = *status;
+    if (outcome.status == 0) outcome.kind = Outcome::finished;
+    else if (stop_signal != 0) {
+      outcome.kind = Outcome::stopped;
+      outcome.status = 128 + stop_signal;
+    } else if (!outcome.joining.empty()) {
+      outcome.kind = Outcome::grow;
+    } else if (outcome.cause.empty()) {
+      outcome.cause = first_exit.find("exited") != std::string::npos
+                          ? first_exit
+                          : "mpirun exited with status " + std::to_string(outcome.status);
+    }
+    return outcome;
+  }
+
+  // Probes of the hosts of the hostfile (read again: hosts may have been added) outside
+  // `members`; none when there are none.
+  std::unique_ptr<Probes> probe_absent(const std::vector<Host>& members) {
+    std::vector<Host> absent;
+    try {
+      for (const Host& h : read_hostfile(settings_.hostfile)) {
+        if (std::none_of(members.begin(), members.end(), [&](const Host& m) { return m.name == h.name; }))
+          absent.push_back(h);
+      }
+    } catch (const std::runtime_error&) {
+      return nullptr;  // being edited: next time
+    }
+    return absent.empty() ? nullptr : std::make_unique<Probes>(settings_, dir_.path(), absent);
+  }
+
+  const LaunchSettings& settings_;
+  const train::JobConfig& job_;
+  Events events_;
+  std::filesystem::path self_;
+  ScratchDir dir_;
+};
+
+}  // namespace
+
+void check(const LaunchSettings& settings, const train::JobConfig& job) {
+  if (job.checkpoint_dir.empty()) {
+    throw std::runtime_error("launch needs --checkpoint-dir among the train flags: a restart resumes from its newest "
+                             "checkpoint");
+  }
+  if (has_flag(settings.train_args, "--dist") && job.dist != "mpi") {
+    throw std::runtime_error("launch runs the job with --dist mpi, got --dist " + job.dist);
+  }
+  if (settings.min_hosts < 1) throw std::runtime_error("--min-hosts must be at least 1, got " + std::to_string(settings.min_hosts));
+  if (settings.max_restarts < 0) {
+    throw std::runtime_error("--max-restarts must be >= 0, got " + std::to_string(settings.max_restarts));
+  }
+  if (!(settings.probe_timeout > 0)) throw std::runtime_error("--probe-timeout must be > 0 seconds");
+  if (!(settings.error_grace >= 0)) throw std::runtime_error("--error-grace must be >= 0 seconds");
+  if (!(settings.readmit_every >= 0)) throw std::runtime_error("--readmit-every must be >= 0 seconds");
+}
+
+int launch(const LaunchSettings& settings, const train::JobConfig& job) {
+  check(settings, job);
+  read_hostfile(settings.hostfile);  // a missing or bad file fails before anything starts
+  struct sigaction action {};
+  action.sa_handler = on_launcher_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  Launcher launcher(settings, job);
+  return launcher.run();
+}
+
+}  // namespace dpt::cli::launch
