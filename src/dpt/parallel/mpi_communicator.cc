@@ -105,7 +105,9 @@ class MpiCommunicator final : public Communicator {
     check_alltoall_blocks(send, receive, size_, rank_);
     std::lock_guard lock(mutex_);
     throw_if_aborted();
-    std::memcpy(receive[rank_].data, send[rank_].data, send[rank_].count * dtype_size(type));
+    // A rank's own block may be empty (no chunk of a short last batch), with null pointers,
+    // which memcpy may not be given even for 0 bytes.
+    if (send[rank_].count > 0) std::memcpy(receive[rank_].data, send[rank_].data, send[rank_].count * dtype_size(type));
     // Receives first: wait_all counts the bytes of the first `receives` requests. Empty
     // blocks send no message (both ends know the counts).
     std::vector<MPI_Request> requests;
