@@ -75,6 +75,7 @@ constexpr std::array kFieldFlags{
     FieldFlag{"checkpoint_every", "--checkpoint-every"},
     FieldFlag{"keep_checkpoints", "--keep-checkpoints"},
     FieldFlag{"resume", "--resume"},
+    FieldFlag{"resume_if_any", "--resume-if-any"},
     FieldFlag{"on_nan", "--on-nan"},
     FieldFlag{"dist", "--dist"},
     FieldFlag{"bucket_mb", "--bucket-mb"},
@@ -263,7 +264,8 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
                    "Draw train loss, train acc and test acc per epoch into this SVG file");
   train.add_option(flag("checkpoint_dir"), j.checkpoint_dir,
                    "Write a checkpoint (parameters, optimizer, data position) here after every epoch; "
-                   "SIGINT/SIGTERM also write one before exiting");
+                   "SIGINT/SIGTERM also write one before exiting. With {host} in it (--dist mpi): one directory per "
+                   "host, each written by the host's first rank, no shared storage needed");
   train
       .add_option(flag("checkpoint_every"), j.checkpoint_every,
                   "Also write a checkpoint every N steps (0: per epoch only)")
@@ -273,6 +275,9 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train.add_flag(flag("resume"), j.resume,
                  "Continue from the newest intact checkpoint in --checkpoint-dir (same settings: the result is "
                  "bit for bit that of an uninterrupted run on the same devices)");
+  train.add_flag(flag("resume_if_any"), j.resume_if_any,
+                 "As --resume, but start from the first step when no checkpoint is found (dptrain launch passes "
+                 "it when it restarts a job)");
   train
       .add_option(flag("on_nan"), j.on_nan,
                   listing("A NaN/Inf loss or gradient: stop with the step and layer, or skip the update",

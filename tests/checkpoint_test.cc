@@ -14,9 +14,14 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
+#include <thread>
+#include <unistd.h>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
+#include "dpt/checkpoint/group_checkpoints.h"
+#include "dpt/parallel/communicator.h"
 #include "test_support.h"
 
 using namespace dpt;
@@ -268,4 +273,82 @@ TEST(CheckpointDir, ExplainsAnEmptyOrMissingDirectory) {
                 " (no step-*.ckpt files; train with `checkpoint_dir` first)");
   EXPECT_THAT(error_of<std::runtime_error>([] { checkpoint::save("/proc/no/such/dir", sample()); }),
               HasSubstr("cannot create checkpoint directory /proc/no/such/dir"));
+}
+
+// Checkpoints kept on every host (checkpoint/group_checkpoints.h), three ranks as threads
+// of an in-process job, each with its own directory: rank 0 holds steps 4 and 8, rank 1
+// none, rank 2 step 4 and a damaged step 12. Every rank must get step 8, sent by rank 0;
+// the ranks that write checkpoints (0 and 1 here) keep a copy, rank 2 does not.
+TEST(GroupCheckpoints, EveryRankGetsTheNewestAnyRankHoldsAndWritersKeepACopy) {
+  constexpr int n = 3;
+  const std::vector<std::filesystem::path> dirs{fresh_dir("group0"), fresh_dir("group1"), fresh_dir("group2")};
+  checkpoint::save(dirs[0], sample(4));
+  checkpoint::save(dirs[0], sample(8));
+  checkpoint::save(dirs[2], sample(4));
+  const auto damaged = checkpoint::save(dirs[2], sample(12));
+  std::vector<uint8_t> bytes = read_all(damaged);
+  bytes[bytes.size() / 2] ^= 0x01;
+  write_all(damaged, bytes);
+  const std::vector<uint8_t> expected = read_all(dirs[0] / "step-000000008.ckpt");
+
+  std::shared_ptr<parallel::Communicator> comm = parallel::make_in_process_communicator("ring", n);
+  const auto on_every_rank = [&](bool none_is_ok, const std::vector<std::filesystem::path>& in) {
+    std::vector<std::optional<checkpoint::Loaded>> found(n);
+    std::vector<std::string> errors(n);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < n; ++rank) {
+      threads.emplace_back([&, rank] {
+        try {
+          found[rank] = checkpoint::load_latest_in_group(parallel::ProcessGroup{comm, rank}, in[rank],
+                                                         /*keeps_copies=*/rank != 2, none_is_ok);
+        } catch (const CheckpointError& e) {
+          errors[rank] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    return std::make_pair(found, errors);
+  };
+  const auto [found, errors] = on_every_rank(false, dirs);
+  for (int rank = 0; rank < n; ++rank) {
+    ASSERT_TRUE(found[rank].has_value()) << "rank " << rank << ": " << errors[rank];
+    EXPECT_EQ(found[rank]->checkpoint.position.global_step, 8) << "rank " << rank;
+    EXPECT_EQ(checkpoint::encode(found[rank]->checkpoint), checkpoint::encode(sample(8))) << "rank " << rank;
+  }
+  EXPECT_EQ(read_all(dirs[1] / "step-000000008.ckpt"), expected) << "a writer keeps a copy, byte for byte";
+  EXPECT_FALSE(std::filesystem::exists(dirs[2] / "step-000000008.ckpt")) << "a rank that does not write keeps none";
+  EXPECT_EQ(found[2]->refused.size(), 1u) << "rank 2's damaged step 12 is reported";
+
+  // No rank holds one: an error on every rank, or nothing anywhere when that is allowed.
+  const std::vector<std::filesystem::path> empty{fresh_dir("none0"), fresh_dir("none1"), fresh_dir("none2")};
+  const auto [nothing, refused] = on_every_rank(false, empty);
+  for (int rank = 0; rank < n; ++rank) {
+    EXPECT_FALSE(nothing[rank].has_value());
+    EXPECT_THAT(refused[rank], HasSubstr("no rank of the job holds a usable checkpoint; rank " + std::to_string(rank) +
+                                         ": no usable checkpoint in " + empty[rank].string()));
+  }
+  const auto [allowed, quiet] = on_every_rank(true, empty);
+  for (int rank = 0; rank < n; ++rank) EXPECT_TRUE(!allowed[rank].has_value() && quiet[rank].empty()) << "rank " << rank;
+}
+
+// The lowest rank on each host writes a per-host directory; rank 0 alone a shared one.
+TEST(GroupCheckpoints, TheFirstRankOfEachHostWritesAPerHostDirectory) {
+  std::shared_ptr<parallel::Communicator> comm = parallel::make_in_process_communicator("ring", 2);
+  std::vector<int> per_host(2), shared(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      const parallel::ProcessGroup group{comm, rank};
+      per_host[rank] = checkpoint::writes_checkpoints(group, "/tmp/ckpt-{host}");  // one host: rank 0
+      shared[rank] = checkpoint::writes_checkpoints(group, "/tmp/ckpt");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(per_host, (std::vector<int>{1, 0})) << "both ranks run on this one host";
+  EXPECT_EQ(shared, (std::vector<int>{1, 0}));
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  EXPECT_EQ(checkpoint::expand_host("/d/{host}/c-{host}"), std::filesystem::path("/d/") / name / ("c-" + std::string(name)));
+  EXPECT_TRUE(checkpoint::per_host("x{host}"));
+  EXPECT_FALSE(checkpoint::per_host("x{hos}"));
 }

@@ -67,11 +67,15 @@ int total_slots(const std::vector<Host>& hosts) {
   return total;
 }
 
-std::string describe(const std::vector<Host>& hosts) {
+std::string host_names(const std::vector<Host>& hosts) {
   std::string names;
   for (const Host& host : hosts) names += (names.empty() ? "" : ", ") + host.name;
+  return names;
+}
+
+std::string describe(const std::vector<Host>& hosts) {
   const int processes = total_slots(hosts);
-  return names + " (" + std::to_string(processes) + " process" + (processes == 1 ? "" : "es") + ")";
+  return host_names(hosts) + " (" + std::to_string(processes) + " process" + (processes == 1 ? "" : "es") + ")";
 }
 
 }  // namespace dpt::cli::launch

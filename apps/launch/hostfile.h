@@ -24,6 +24,9 @@ std::string hostfile_text(const std::vector<Host>& hosts);
 // The processes of `hosts` together.
 int total_slots(const std::vector<Host>& hosts);
 
+// "h1, h2".
+std::string host_names(const std::vector<Host>& hosts);
+
 // "h1, h2 (2 processes)".
 std::string describe(const std::vector<Host>& hosts);
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/checkpoint/group_checkpoints.h"
 #include "launch/child_process.h"
 
 namespace dpt::cli::launch {
@@ -169,12 +170,15 @@ bool reports_failure(const std::string& line) {
 class Launcher {
  public:
   Launcher(const LaunchSettings& settings, const train::JobConfig& job)
-      : settings_(settings), job_(job), events_(job.metrics_file), self_(settings.program.empty() ? std::filesystem::read_symlink("/proc/self/exe")
-                                                       : std::filesystem::path(settings.program)) {}
+      : settings_(settings),
+        job_(job),
+        events_(job.metrics_file),
+        self_(settings.program.empty() ? std::filesystem::read_symlink("/proc/self/exe")
+                                       : std::filesystem::path(settings.program)) {}
 
   int run() {
     std::vector<Host> members = usable(read_hostfile(settings_.hostfile), "at the start");
-    bool resume = job_.resume;
+    bool resume = false;  // the first run: the train flags as given
     events_.write("start", "starting on " + describe(members), members, 0);
     for (int restarts = 0;;) {
       if (const int s = launcher_signal.load(); s != 0) {  // arrived between runs: nothing to pass on
@@ -194,7 +198,7 @@ class Launcher {
         case Outcome::grow:
           members.insert(members.end(), outcome.joining.begin(), outcome.joining.end());
           resume = true;
-          events_.write("grow", names_of(outcome.joining) + " answered again: restarting on " + describe(members) + resume_text(),
+          events_.write("grow", host_names(outcome.joining) + " answered again: restarting on " + describe(members) + resume_text(),
                         members, restarts, "", newest_checkpoint());
           continue;
         case Outcome::failed:
@@ -208,7 +212,7 @@ class Launcher {
       }
       members = usable(read_hostfile(settings_.hostfile), "after the failure (" + outcome.cause + ")");
       ++restarts;
-      resume = !newest_checkpoint().empty() || job_.resume;
+      resume = true;
       events_.write("restart", "the run failed: " + outcome.cause + "; restart " + std::to_string(restarts) + " of " +
                                    std::to_string(settings_.max_restarts) + " on " + describe(members) + resume_text(),
                     members, restarts, outcome.cause, newest_checkpoint());
@@ -216,35 +220,34 @@ class Launcher {
   }
 
  private:
-  static std::string names_of(const std::vector<Host>& hosts) {
-    std::string text;
-    for (const Host& h : hosts) text += (text.empty() ? "" : ", ") + h.name;
-    return text;
-  }
-
   // The newest checkpoint file the job would resume from, as the launcher sees the
-  // directory; empty when there is none yet.
+  // directory (a shared one, or {host} expanded with the launcher's host name); empty when
+  // it sees none.
   std::string newest_checkpoint() const {
+    const std::filesystem::path dir = checkpoint::expand_host(job_.checkpoint_dir);
     std::error_code ec;
-    if (!std::filesystem::is_directory(job_.checkpoint_dir, ec)) return "";
-    const std::vector<std::filesystem::path> files = checkpoint::list(job_.checkpoint_dir);
+    if (!std::filesystem::is_directory(dir, ec)) return "";
+    const std::vector<std::filesystem::path> files = checkpoint::list(dir);
     return files.empty() ? "" : files.back().filename().string();
   }
   std::string resume_text() const {
     const std::string newest = newest_checkpoint();
-    return newest.empty() ? ", from the start (no checkpoint yet)" : ", resuming from the newest intact checkpoint (" + newest + " or older)";
+    if (!newest.empty()) return ", resuming from the newest intact checkpoint (" + newest + " or older)";
+    return checkpoint::per_host(job_.checkpoint_dir)
+               ? ", resuming from the newest checkpoint any host holds (from the start if none does)"
+               : ", from the start (no checkpoint yet)";
   }
 
   std::vector<Host> usable(const std::vector<Host>& hosts, const std::string& when) {
     std::vector<Host> answered = answering(settings_, dir_.path(), hosts);
     if (static_cast<int>(answered.size()) >= settings_.min_hosts) return answered;
-    std::string silent;
+    std::vector<Host> silent;
     for (const Host& h : hosts) {
       if (std::none_of(answered.begin(), answered.end(), [&](const Host& a) { return a.name == h.name; }))
-        silent += (silent.empty() ? "" : ", ") + h.name;
+        silent.push_back(h);
     }
     throw std::runtime_error("only " + std::to_string(answered.size()) + " of " + std::to_string(hosts.size()) +
-                             " hosts in " + settings_.hostfile + " answer " + when + " (" + silent +
+                             " hosts in " + settings_.hostfile + " answer " + when + " (" + host_names(silent) +
                              ": no answer to mpirun within " + format_seconds(settings_.probe_timeout) +
                              "); --min-hosts is " + std::to_string(settings_.min_hosts));
   }
@@ -259,7 +262,10 @@ class Launcher {
     std::vector<std::string> argv{self_.string(), "train"};
     argv.insert(argv.end(), settings_.train_args.begin(), settings_.train_args.end());
     if (!has_flag(settings_.train_args, "--dist")) argv.insert(argv.end(), {"--dist", "mpi"});
-    if (resume && !has_flag(settings_.train_args, "--resume")) argv.push_back("--resume");
+    // A restart: from the newest checkpoint any host holds, or from the first step if the
+    // run failed before its first.
+    if (resume && !has_flag(settings_.train_args, "--resume") && !has_flag(settings_.train_args, "--resume-if-any"))
+      argv.push_back("--resume-if-any");
     return argv;
   }
 

@@ -4,12 +4,14 @@
 #   (e) h3 dies mid-epoch (its link cut, every process in it killed, as a power cut would):
 #       the launcher ends the run, leaves h3 out (it does not answer a probe) and restarts
 #       on h1, h2 from the newest checkpoint; then h3 comes back, and the launcher takes it
-#       in again (the job checkpoints and restarts on 3 processes);
-#   (f) h1, rank 0's host, dies: the run restarts on h2, h3 (the checkpoint directory is on
-#       this machine's one file system, which every namespace shares);
+#       in again (the job checkpoints and restarts on 3 processes). One checkpoint
+#       directory per host ({host}): h3's is behind when it returns, and is brought up to
+#       date;
+#   (f) h1, rank 0's host, dies and its checkpoint directory with it ({host}, h1's deleted):
+#       the run restarts on h2, h3 from their own copies;
 #   (g) h2's link is cut and its processes left running (a partition): the launcher ends
 #       the run and restarts on h1, h3; once the link is back nothing of the job is left
-#       on h2.
+#       on h2. One shared checkpoint directory.
 # Each must end by itself with the uninterrupted run's parameters, bit for bit, and leave
 # no dptrain or Open MPI daemon on any host. Prints a row of the fault table for each.
 #   usage: launch.sh DPTRAIN DATA_DIR WORK_DIR   (root; exit 77 = skipped)
@@ -41,11 +43,12 @@ kill_host() {
   in_ns "$1" ip link set eth0 down
   ip netns pids "$prefix-$1" | xargs -r kill -9
 }
-# launch NAME: dptrain launch in the switch namespace, in the background ($launcher).
+# launch NAME [DIR]: dptrain launch in the switch namespace, in the background ($launcher),
+# checkpointing into DIR ($work/NAME unless given).
 launch() {
   in_ns sw unshare --uts sh -c 'hostname switch && exec "$@"' sh \
     timeout --kill-after=10 300 "$dptrain" launch --hostfile "$work/hosts" --max-restarts 3 --probe-timeout 3 \
-    --error-grace 2 --readmit-every 1 --mpirun-args "${mpirun_netns_args[*]}" -- "${common[@]}" --checkpoint-dir "$work/$1" \
+    --error-grace 2 --readmit-every 1 --mpirun-args "${mpirun_netns_args[*]}" -- "${common[@]}" --checkpoint-dir "${2:-$work/$1}" \
     --metrics "$work/$1.jsonl" >"$work/$1.log" 2>&1 &
   launcher=$!
 }
@@ -58,9 +61,12 @@ wait_for() { # wait_for NAME TEST...: polls TEST while the launcher runs
   done
 }
 events() { grep -c "\"event\":\"$2\"" "$work/$1.launch.jsonl" || true; }
-# finish NAME RESTARTS GROWS WHAT FAULT_TIME: waits for the launcher and checks the result.
+# finish NAME RESTARTS GROWS WHAT FAULT_TIME DIR...: waits for the launcher and checks the
+# result, the newest checkpoint in each DIR included.
 finish() {
   local name=$1 restarts=$2 grows=$3 what=$4 fault_time=$5 status=0
+  shift 5
+  local dirs=("$@")
   wait "$launcher" || status=$?
   ((status == 0)) || fail "$what: the launcher exited $status" "$work/$name.log"
   [[ $(events "$name" restart) == "$restarts" && $(events "$name" grow) == "$grows" ]] ||
@@ -69,16 +75,20 @@ finish() {
   # run stopped to take a host back may end before it prints anything.
   awk '/^dptrain launch: (the run failed|.* answered again)/ { r = 0 } /^resuming from/ { r = 1 } END { exit !r }' \
     "$work/$name.log" || fail "$what: the last run did not resume from a checkpoint" "$work/$name.log"
-  [[ $(digest "$work/$name") == "$reference" ]] ||
-    fail "$what: the parameters differ from the uninterrupted run's" "$work/$name.log"
+  local dir
+  for dir in "${dirs[@]}"; do
+    [[ $(digest "$dir") == "$reference" ]] ||
+      fail "$what: the parameters in $dir differ from the uninterrupted run's" "$work/$name.log"
+  done
   local left
   left=$(left_on_hosts)
   [[ -z $left ]] || fail "$what: left behind: $left" "$work/$name.log"
   local restart_at
   restart_at=$(grep '"event":"restart"' "$work/$name.launch.jsonl" | head -1 | sed 's/.*"time":\([0-9.]*\).*/\1/')
-  echo "launch: $what: $restarts restart(s), $grows growth(s), resumed from $(grep -o '"resume_from":"[^"]*"' \
-    "$work/$name.launch.jsonl" | cut -d'"' -f4 | paste -sd, -); restart $(awk -v a="$fault_time" -v b="$restart_at" \
-    'BEGIN { printf "%.1f", b - a }') s after the fault; $(digest "$work/$name" | head -1), equal to the uninterrupted run"
+  echo "launch: $what: $restarts restart(s), $grows growth(s), resumed from $(grep -o '^resuming from [^:]*' \
+    "$work/$name.log" | sed 's|^resuming from '"$work"'/||' | paste -sd, -); restart $(awk -v a="$fault_time" -v b="$restart_at" \
+    'BEGIN { printf "%.1f", b - a }') s after the fault; $(digest "${dirs[0]}" | head -1), equal to the uninterrupted run" \
+    "in ${#dirs[@]} checkpoint director$( ((${#dirs[@]} == 1)) && echo y || echo ies)"
 }
 
 "$dptrain" train "${common[@]}" --checkpoint-dir "$work/ref" >"$work/ref.log" 2>&1 ||
@@ -86,25 +96,27 @@ finish() {
 reference=$(digest "$work/ref")
 
 # (e) h3 dies after the checkpoint of step 8, then comes back.
-launch e
-wait_for e test -e "$work/e/step-000000008.ckpt"
+launch e "$work/e-{host}"
+wait_for e test -e "$work/e-h1/step-000000008.ckpt"
 kill_host h3
 t_fault=$(now)
 wait_for e grep -q '"event":"restart"' "$work/e.launch.jsonl"
 grep -q '"event":"restart".*"hosts":\["h1","h2"\]' "$work/e.launch.jsonl" || fail "(e): not restarted on h1, h2" "$work/e.log"
 wait_for e grep -q "^resuming from" "$work/e.log" # training on 2 hosts, then h3 is back
 in_ns h3 ip link set eth0 up
-finish e 1 1 "(e) a host killed mid-epoch, then back" "$t_fault"
+finish e 1 1 "(e) a host killed mid-epoch, then back" "$t_fault" "$work"/e-h{1,2,3}
 grep -q '"event":"grow".*"hosts":\["h1","h2","h3"\]' "$work/e.launch.jsonl" || fail "(e): h3 not taken back" "$work/e.log"
-grep -q '"event":"grow".*"resume_from":"step-000000189.ckpt"' "$work/e.launch.jsonl" &&
+grep "^resuming from" "$work/e.log" | tail -1 | grep -q "step-000000189.ckpt" &&
   fail "(e): h3 was taken back only after the last step" "$work/e.log"
 
 # (f) rank 0's host dies after step 8.
-launch f
-wait_for f test -e "$work/f/step-000000008.ckpt"
+launch f "$work/f-{host}"
+wait_for f test -e "$work/f-h1/step-000000008.ckpt"
 kill_host h1
+rm -rf "$work/f-h1" # its disk went with it
 t_fault=$(now)
-finish f 1 0 "(f) rank 0's host killed" "$t_fault"
+finish f 1 0 "(f) rank 0's host killed, its checkpoints lost" "$t_fault" "$work"/f-h{2,3}
+[[ ! -e $work/f-h1 ]] || fail "(f): something wrote h1's directory after it died" "$work/f.log"
 grep -q '"event":"restart".*"hosts":\["h2","h3"\]' "$work/f.launch.jsonl" || fail "(f): not restarted on h2, h3" "$work/f.log"
 in_ns h1 ip link set eth0 up
 
@@ -115,5 +127,5 @@ in_ns h2 ip link set eth0 down
 t_fault=$(now)
 wait_for g grep -q "^resuming from" "$work/g.log"
 in_ns h2 ip link set eth0 up
-finish g 1 1 "(g) a link cut (partition)" "$t_fault"
+finish g 1 1 "(g) a link cut (partition)" "$t_fault" "$work/g"
 echo "PASS: launch across hosts: a killed host, rank 0's host and a partition end with the uninterrupted run's bits"

@@ -122,15 +122,17 @@ std::filesystem::path save(const std::filesystem::path& dir, const Checkpoint& c
   return dir / name;
 }
 
-Checkpoint load(const std::filesystem::path& file) {
+std::vector<uint8_t> read_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw CheckpointError("cannot open checkpoint " + file.string() + ": " + std::strerror(errno));
   }
-  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw CheckpointError("cannot read checkpoint " + file.string() + ": " + std::strerror(errno));
-  return decode(bytes, file.string());
+  return bytes;
 }
+
+Checkpoint load(const std::filesystem::path& file) { return decode(read_file(file), file.string()); }
 
 Loaded load_latest(const std::filesystem::path& dir) {
   const std::vector<std::filesystem::path> files = list(dir);

@@ -4,6 +4,7 @@
 // older checkpoints are deleted only after the new one is in place.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,6 +25,9 @@ void write_file_atomically(const std::filesystem::path& dir, const std::string& 
 // Encodes and writes `checkpoint` as dir/step-N.ckpt, then deletes all but the newest
 // `keep` checkpoints. Returns the new file's path.
 std::filesystem::path save(const std::filesystem::path& dir, const Checkpoint& checkpoint, int keep = 2);
+
+// A checkpoint file's bytes, undecoded; throws CheckpointError naming it.
+std::vector<uint8_t> read_file(const std::filesystem::path& file);
 
 // Reads and decodes one checkpoint file; throws CheckpointError naming it.
 Checkpoint load(const std::filesystem::path& file);

@@ -1,7 +1,6 @@
 #include "dpt/parallel/process_group.h"
 
 #include <cstdint>
-#include <cstring>
 
 namespace dpt::parallel {
 
@@ -22,6 +21,25 @@ std::vector<uint64_t> gather_digests(const ProcessGroup& group, uint64_t digest)
   return {all.begin(), all.end()};
 }
 
+namespace {
+
+// Rank `root`'s `bytes` bytes of `text` on every rank: the collectives move i64 words.
+std::string broadcast_bytes(const ProcessGroup& group, const std::string& text, size_t bytes, int root) {
+  std::vector<int64_t> words((bytes + sizeof(int64_t) - 1) / sizeof(int64_t), 0);
+  if (root == group.rank) text.copy(reinterpret_cast<char*>(words.data()), bytes);  // memcpy may not take null
+  if (!words.empty()) group.comm->broadcast(group.rank, words.data(), words.size(), root);
+  return {reinterpret_cast<const char*>(words.data()), bytes};
+}
+
+}  // namespace
+
+std::string broadcast_string(const ProcessGroup& group, const std::string& text, int root) {
+  if (!group.distributed()) return text;
+  int64_t length = root == group.rank ? static_cast<int64_t>(text.size()) : 0;
+  group.comm->broadcast(group.rank, &length, 1, root);
+  return broadcast_bytes(group, text, static_cast<size_t>(length), root);
+}
+
 std::vector<std::string> gather_strings(const ProcessGroup& group, const std::string& text) {
   if (!group.distributed()) return {text};
   std::vector<int64_t> lengths(static_cast<size_t>(group.size()), 0);
@@ -29,11 +47,7 @@ std::vector<std::string> gather_strings(const ProcessGroup& group, const std::st
   group.comm->allreduce(group.rank, lengths.data(), lengths.size(), ReduceOp::sum);
   std::vector<std::string> all;
   for (int root = 0; root < group.size(); ++root) {
-    const auto bytes = static_cast<size_t>(lengths[static_cast<size_t>(root)]);
-    std::vector<int64_t> words((bytes + sizeof(int64_t) - 1) / sizeof(int64_t), 0);  // the collectives move i64s
-    if (root == group.rank) std::memcpy(words.data(), text.data(), bytes);
-    if (!words.empty()) group.comm->broadcast(group.rank, words.data(), words.size(), root);
-    all.emplace_back(reinterpret_cast<const char*>(words.data()), bytes);
+    all.push_back(broadcast_bytes(group, text, static_cast<size_t>(lengths[static_cast<size_t>(root)]), root));
   }
   return all;
 }

@@ -25,8 +25,12 @@ int agree_on_stop(const ProcessGroup& group, int signal);
 // {digest}.
 std::vector<uint64_t> gather_digests(const ProcessGroup& group, uint64_t digest);
 
+// Rank `root`'s `text` on every rank (its length as one i64 broadcast, then its bytes). A
+// collective; the other ranks' `text` is ignored. Without a job: `text`.
+std::string broadcast_string(const ProcessGroup& group, const std::string& text, int root);
+
 // Every rank's `text`, indexed by rank, on every rank (an allgather of bytes: the lengths
-// as one i64 sum, then each rank's bytes broadcast from it). A collective. Without a job:
+// as one i64 sum, then each rank's bytes broadcast from it, as broadcast_string). A collective. Without a job:
 // {text}.
 std::vector<std::string> gather_strings(const ProcessGroup& group, const std::string& text);
 

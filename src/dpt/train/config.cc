@@ -136,7 +136,8 @@ TrainOptions train_options(const JobConfig& job) {
   run.checkpoint_dir = job.checkpoint_dir;
   run.checkpoint_every = job.checkpoint_every;
   run.keep_checkpoints = job.keep_checkpoints;
-  run.resume = job.resume;
+  run.resume = job.resume || job.resume_if_any;
+  run.start_if_none = job.resume_if_any && !job.resume;
   run.on_nan = parse_on_nan(job.on_nan);
   run.prefetch = job.prefetch;
   return options;

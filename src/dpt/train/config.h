@@ -61,10 +61,11 @@ struct JobConfig {
   int prefetch = 2;  // training batches filled ahead of the step; 0: none
   std::string metrics_file;      // empty: none
   std::string plot_file;         // empty: none
-  std::string checkpoint_dir;    // empty: no checkpoints
+  std::string checkpoint_dir;    // empty: no checkpoints; "{host}" in it: one directory per host
   int64_t checkpoint_every = 0;
   int keep_checkpoints = 2;
   bool resume = false;
+  bool resume_if_any = false;    // resume, or start from the first step when no checkpoint is found
   std::string on_nan = "stop";   // kOnNans
   std::string dist = "none";     // kDists: mpi is one process per device, started by mpirun
   double bucket_mb = 0;

@@ -30,11 +30,8 @@ class DataParallelTrainable : public Trainable {
     return {group.rank, group.size()};
   }
   int64_t deterministic_chunk() const override { return net_.group().options().deterministic_chunk; }
-  bool writes_checkpoints() const override { return net_.process_group().is_root(); }
+  const parallel::ProcessGroup& process_group() const override { return net_.process_group(); }
   int agree_on_stop(int signal) override { return parallel::agree_on_stop(net_.process_group(), signal); }
-  std::vector<uint64_t> gather_digests(uint64_t digest) override {
-    return parallel::gather_digests(net_.process_group(), digest);
-  }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override {
     std::vector<std::pair<std::string, Tensor>> grads;
     for (const auto& [name, p] : net_.module().named_parameters()) grads.emplace_back(name, p.grad());

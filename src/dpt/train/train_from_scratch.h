@@ -59,11 +59,8 @@ class ScratchTrainer : public Trainable {
   bool ledger_reads_are_free() const override { return group_.ledger_reads_are_free(); }
   std::pair<int64_t, int64_t> data_shard() const override;
   int64_t deterministic_chunk() const override { return config_.engine.deterministic_chunk; }
-  bool writes_checkpoints() const override { return config_.engine.process_group.is_root(); }
+  const parallel::ProcessGroup& process_group() const override { return config_.engine.process_group; }
   int agree_on_stop(int signal) override;
-  std::vector<uint64_t> gather_digests(uint64_t digest) override {
-    return parallel::gather_digests(config_.engine.process_group, digest);
-  }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
   void apply_update() override;
   // The lesson's sgd takes its lr per call: the next apply_update's.

@@ -11,6 +11,7 @@
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
+#include "dpt/checkpoint/group_checkpoints.h"
 #include "dpt/core/trace.h"
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
@@ -109,17 +110,27 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
 
 class Checkpointer {
  public:
+  // A collective with per-host directories (who writes is agreed on).
   Checkpointer(const Trainable& model, const TrainOptions& settings, int64_t train_examples, data::DataInfo data)
-      : model_(model), settings_(settings), run_(settings.run), train_examples_(train_examples), data_(std::move(data)) {}
+      : model_(model),
+        settings_(settings),
+        run_(settings.run),
+        train_examples_(train_examples),
+        data_(std::move(data)),
+        dir_(enabled() ? checkpoint::expand_host(run_.checkpoint_dir) : std::filesystem::path()),
+        writes_(enabled() && checkpoint::writes_checkpoints(model.process_group(), run_.checkpoint_dir)) {}
 
   bool enabled() const { return !run_.checkpoint_dir.empty(); }
+  // This process's directory ({host} expanded) and whether it writes there.
+  const std::filesystem::path& dir() const { return dir_; }
+  bool writes() const { return writes_; }
   bool due_after_step(int64_t global_step) const {
     return enabled() && run_.checkpoint_every > 0 && global_step % run_.checkpoint_every == 0;
   }
 
   // The new file's path; empty where another process (rank 0) writes the checkpoints.
   std::filesystem::path save(const LoopState& state) const {
-    if (!model_.writes_checkpoints()) return {};
+    if (!writes_) return {};
     checkpoint::Checkpoint c;
     c.model = settings_.model;
     c.seed = settings_.seed;
@@ -138,7 +149,7 @@ class Checkpointer {
     c.history = state.history;
     model_.save_state(c);
     const trace::Span span(trace::Phase::checkpoint);
-    return checkpoint::save(run_.checkpoint_dir, c, run_.keep_checkpoints);
+    return checkpoint::save(dir_, c, run_.keep_checkpoints);
   }
 
  private:
@@ -147,11 +158,19 @@ class Checkpointer {
   const RunOptions& run_;
   int64_t train_examples_;
   data::DataInfo data_;
+  std::filesystem::path dir_;
+  bool writes_;
 };
 
-LoopState resume(Trainable& model, const TrainOptions& settings, int64_t train_examples, const data::DataInfo& data) {
+// The state to continue from: the newest checkpoint any process holds, or the first step
+// when there is none and the run allows that (start_if_none).
+LoopState resume(Trainable& model, const TrainOptions& settings, const Checkpointer& checkpointer,
+                 int64_t train_examples, const data::DataInfo& data) {
   const RunOptions& run = settings.run;
-  checkpoint::Loaded loaded = checkpoint::load_latest(run.checkpoint_dir);
+  const std::optional<checkpoint::Loaded> found = checkpoint::load_latest_in_group(
+      model.process_group(), checkpointer.dir(), checkpointer.writes(), /*none_is_ok=*/run.start_if_none);
+  if (!found) return {};
+  const checkpoint::Loaded& loaded = *found;
   for (const std::string& why : loaded.refused) {
     if (run.warn) run.warn("skipping a damaged checkpoint: " + why);
   }
@@ -190,7 +209,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   const RunOptions& run = settings.run;
   const data::DataInfo data_info = train_data.info();
   const Checkpointer checkpointer(model, settings, train_data.size(), data_info);
-  LoopState state = run.resume ? resume(model, settings, train_data.size(), data_info) : LoopState{};
+  LoopState state = run.resume ? resume(model, settings, checkpointer, train_data.size(), data_info) : LoopState{};
   data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed, /*augment=*/true);
   // Filling a batch (decoding pictures, augmenting) runs between steps, on every core.
   loader.set_threads(static_cast<int>(std::thread::hardware_concurrency()));

@@ -17,6 +17,7 @@
 #include "dpt/data/dataset.h"
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
+#include "dpt/parallel/process_group.h"
 #include "dpt/parallel/replica_group.h"
 #include "dpt/train/divergence_guard.h"
 #include "dpt/train/stats.h"
@@ -52,14 +53,20 @@ class Trainable {
   // Deterministic mode's chunk size (0: off): shards hold whole chunks, and checkpoints
   // record it, since resuming exactly needs the same one.
   virtual int64_t deterministic_chunk() const { return 0; }
-  // Whether this process writes checkpoints: in a multi-process job rank 0 alone does.
-  virtual bool writes_checkpoints() const { return true; }
+  // This process's place in a multi-process job (by default none): who writes checkpoints
+  // (checkpoint/group_checkpoints.h) and where resuming finds them.
+  virtual const parallel::ProcessGroup& process_group() const {
+    static const parallel::ProcessGroup none;
+    return none;
+  }
   // The stop request every process acts on after this step: in a multi-process job, one
   // process's SIGINT/SIGTERM stops them all after the same step.
   virtual int agree_on_stop(int signal) { return signal; }
   // Every process's `digest`, indexed by rank (a collective in a multi-process job; there
   // the loop checks after every epoch that all replicas hold the same state).
-  virtual std::vector<uint64_t> gather_digests(uint64_t digest) { return {digest}; }
+  std::vector<uint64_t> gather_digests(uint64_t digest) const {
+    return parallel::gather_digests(process_group(), digest);
+  }
   // The gradients compute_gradients left, by parameter name (one replica's; all are equal).
   virtual std::vector<std::pair<std::string, Tensor>> named_gradients() const = 0;
   // The optimizer step on every replica.
@@ -88,7 +95,10 @@ struct RunOptions {
   std::string checkpoint_dir;    // empty: no checkpoints
   int64_t checkpoint_every = 0;  // also every N steps (0: after each epoch only)
   int keep_checkpoints = 2;      // the newest ones; older ones are deleted
+  // A checkpoint_dir with "{host}" in it: one directory per host, no shared storage needed
+  // (checkpoint/group_checkpoints.h).
   bool resume = false;           // continue from the newest usable checkpoint in checkpoint_dir
+  bool start_if_none = false;    // resume: start from the first step when no rank finds one
   OnNan on_nan = OnNan::stop;
   int prefetch = 2;  // training batches filled ahead of the step (BatchLoader::set_prefetch)
   // Multi-process: after every epoch, stop when a rank's replica differs from rank 0's
