@@ -61,11 +61,12 @@ wait_for() { # wait_for NAME TEST...: polls TEST while the launcher runs
   done
 }
 events() { grep -c "\"event\":\"$2\"" "$work/$1.launch.jsonl" || true; }
-# finish NAME RESTARTS GROWS WHAT FAULT_TIME DIR...: waits for the launcher and checks the
-# result, the newest checkpoint in each DIR included.
+# finish NAME RESTARTS GROWS WHAT FAULT_TIME RESUMED_TIME DIR...: waits for the launcher and
+# checks the result, the newest checkpoint in each DIR included; RESUMED_TIME: when the
+# restarted run printed "resuming from" (training again).
 finish() {
-  local name=$1 restarts=$2 grows=$3 what=$4 fault_time=$5 status=0
-  shift 5
+  local name=$1 restarts=$2 grows=$3 what=$4 fault_time=$5 resumed_time=$6 status=0
+  shift 6
   local dirs=("$@")
   wait "$launcher" || status=$?
   ((status == 0)) || fail "$what: the launcher exited $status" "$work/$name.log"
@@ -87,6 +88,7 @@ finish() {
   restart_at=$(grep '"event":"restart"' "$work/$name.launch.jsonl" | head -1 | sed 's/.*"time":\([0-9.]*\).*/\1/')
   echo "launch: $what: $restarts restart(s), $grows growth(s), resumed from $(grep -o '^resuming from [^:]*' \
     "$work/$name.log" | sed 's|^resuming from '"$work"'/||' | paste -sd, -); restart $(awk -v a="$fault_time" -v b="$restart_at" \
+    'BEGIN { printf "%.1f", b - a }') s and training again $(awk -v a="$fault_time" -v b="$resumed_time" \
     'BEGIN { printf "%.1f", b - a }') s after the fault; $(digest "${dirs[0]}" | head -1), equal to the uninterrupted run" \
     "in ${#dirs[@]} checkpoint director$( ((${#dirs[@]} == 1)) && echo y || echo ies)"
 }
@@ -103,8 +105,9 @@ t_fault=$(now)
 wait_for e grep -q '"event":"restart"' "$work/e.launch.jsonl"
 grep -q '"event":"restart".*"hosts":\["h1","h2"\]' "$work/e.launch.jsonl" || fail "(e): not restarted on h1, h2" "$work/e.log"
 wait_for e grep -q "^resuming from" "$work/e.log" # training on 2 hosts, then h3 is back
+t_again=$(now)
 in_ns h3 ip link set eth0 up
-finish e 1 1 "(e) a host killed mid-epoch, then back" "$t_fault" "$work"/e-h{1,2,3}
+finish e 1 1 "(e) a host killed mid-epoch, then back" "$t_fault" "$t_again" "$work"/e-h{1,2,3}
 grep -q '"event":"grow".*"hosts":\["h1","h2","h3"\]' "$work/e.launch.jsonl" || fail "(e): h3 not taken back" "$work/e.log"
 grep "^resuming from" "$work/e.log" | tail -1 | grep -q "step-000000189.ckpt" &&
   fail "(e): h3 was taken back only after the last step" "$work/e.log"
@@ -115,7 +118,9 @@ wait_for f test -e "$work/f-h1/step-000000008.ckpt"
 kill_host h1
 rm -rf "$work/f-h1" # its disk went with it
 t_fault=$(now)
-finish f 1 0 "(f) rank 0's host killed, its checkpoints lost" "$t_fault" "$work"/f-h{2,3}
+wait_for f grep -q "^resuming from" "$work/f.log"
+t_again=$(now)
+finish f 1 0 "(f) rank 0's host killed, its checkpoints lost" "$t_fault" "$t_again" "$work"/f-h{2,3}
 [[ ! -e $work/f-h1 ]] || fail "(f): something wrote h1's directory after it died" "$work/f.log"
 grep -q '"event":"restart".*"hosts":\["h2","h3"\]' "$work/f.launch.jsonl" || fail "(f): not restarted on h2, h3" "$work/f.log"
 in_ns h1 ip link set eth0 up
@@ -126,6 +131,7 @@ wait_for g test -e "$work/g/step-000000008.ckpt"
 in_ns h2 ip link set eth0 down
 t_fault=$(now)
 wait_for g grep -q "^resuming from" "$work/g.log"
+t_again=$(now)
 in_ns h2 ip link set eth0 up
-finish g 1 1 "(g) a link cut (partition)" "$t_fault" "$work/g"
+finish g 1 1 "(g) a link cut (partition)" "$t_fault" "$t_again" "$work/g"
 echo "PASS: launch across hosts: a killed host, rank 0's host and a partition end with the uninterrupted run's bits"
