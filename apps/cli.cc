@@ -4,7 +4,6 @@
 #include "cli.h"
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <array>
 #include <span>
 #include <sstream>
@@ -462,12 +461,7 @@ int run(int argc, char** argv, const CliHooks& hooks) {
     launch_settings.mpirun_args = split_at_spaces(mpirun_args);
     return reporting_errors(with_flags, [&] {
       // Checked as every rank will check them: under --dist mpi.
-      std::vector<std::string> as_ranks_see_them = launch_settings.train_args;
-      if (std::none_of(as_ranks_see_them.begin(), as_ranks_see_them.end(),
-                       [](const std::string& a) { return a == "--dist" || a.rfind("--dist=", 0) == 0; })) {
-        as_ranks_see_them.insert(as_ranks_see_them.end(), {"--dist", "mpi"});
-      }
-      return launch::launch(launch_settings, parse_train_flags(as_ranks_see_them));
+      return launch::launch(launch_settings, parse_train_flags(launch::rank_train_flags(launch_settings.train_args)));
     });
   }
   return info->parsed() ? report::show_checkpoint(checkpoint_file, job_hooks) : report::run_job(job, job_hooks);

@@ -1,5 +1,6 @@
 #include "launch/hostfile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -59,6 +60,15 @@ std::string hostfile_text(const std::vector<Host>& hosts) {
   std::string text;
   for (const Host& host : hosts) text += host.name + " slots=" + std::to_string(host.slots) + "\n";
   return text;
+}
+
+std::vector<Host> hosts_not_in(const std::vector<Host>& hosts, const std::vector<Host>& members) {
+  std::vector<Host> rest;
+  for (const Host& host : hosts) {
+    if (std::none_of(members.begin(), members.end(), [&](const Host& m) { return m.name == host.name; }))
+      rest.push_back(host);
+  }
+  return rest;
 }
 
 int total_slots(const std::vector<Host>& hosts) {

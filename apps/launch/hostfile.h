@@ -21,6 +21,9 @@ std::vector<Host> read_hostfile(const std::filesystem::path& file);
 // "NAME slots=N" lines for mpirun --hostfile.
 std::string hostfile_text(const std::vector<Host>& hosts);
 
+// The hosts of `hosts` whose name is not in `members`, in their order.
+std::vector<Host> hosts_not_in(const std::vector<Host>& hosts, const std::vector<Host>& members);
+
 // The processes of `hosts` together.
 int total_slots(const std::vector<Host>& hosts);
 

@@ -198,8 +198,12 @@ class Launcher {
         case Outcome::grow:
           members.insert(members.end(), outcome.joining.begin(), outcome.joining.end());
           resume = true;
-          events_.write("grow", host_names(outcome.joining) + " answered again: restarting on " + describe(members) + resume_text(),
-                        members, restarts, "", newest_checkpoint());
+          {
+            const std::string newest = newest_checkpoint();
+            events_.write("grow", host_names(outcome.joining) + " answered again: restarting on " + describe(members) +
+                                      resume_text(newest),
+                          members, restarts, "", newest);
+          }
           continue;
         case Outcome::failed:
           break;
@@ -213,9 +217,11 @@ class Launcher {
       members = usable(read_hostfile(settings_.hostfile), "after the failure (" + outcome.cause + ")");
       ++restarts;
       resume = true;
+      const std::string newest = newest_checkpoint();
       events_.write("restart", "the run failed: " + outcome.cause + "; restart " + std::to_string(restarts) + " of " +
-                                   std::to_string(settings_.max_restarts) + " on " + describe(members) + resume_text(),
-                    members, restarts, outcome.cause, newest_checkpoint());
+                                   std::to_string(settings_.max_restarts) + " on " + describe(members) +
+                                   resume_text(newest),
+                    members, restarts, outcome.cause, newest);
     }
   }
 
@@ -230,8 +236,7 @@ class Launcher {
     const std::vector<std::filesystem::path> files = checkpoint::list(dir);
     return files.empty() ? "" : files.back().filename().string();
   }
-  std::string resume_text() const {
-    const std::string newest = newest_checkpoint();
+  std::string resume_text(const std::string& newest) const {
     if (!newest.empty()) return ", resuming from the newest intact checkpoint (" + newest + " or older)";
     return checkpoint::per_host(job_.checkpoint_dir)
                ? ", resuming from the newest checkpoint any host holds (from the start if none does)"
@@ -241,13 +246,8 @@ class Launcher {
   std::vector<Host> usable(const std::vector<Host>& hosts, const std::string& when) {
     std::vector<Host> answered = answering(settings_, dir_.path(), hosts);
     if (static_cast<int>(answered.size()) >= settings_.min_hosts) return answered;
-    std::vector<Host> silent;
-    for (const Host& h : hosts) {
-      if (std::none_of(answered.begin(), answered.end(), [&](const Host& a) { return a.name == h.name; }))
-        silent.push_back(h);
-    }
     throw std::runtime_error("only " + std::to_string(answered.size()) + " of " + std::to_string(hosts.size()) +
-                             " hosts in " + settings_.hostfile + " answer " + when + " (" + host_names(silent) +
+                             " hosts in " + settings_.hostfile + " answer " + when + " (" + host_names(hosts_not_in(hosts, answered)) +
                              ": no answer to mpirun within " + format_seconds(settings_.probe_timeout) +
                              "); --min-hosts is " + std::to_string(settings_.min_hosts));
   }
@@ -260,8 +260,8 @@ class Launcher {
 
   std::vector<std::string> train_argv(bool resume) const {
     std::vector<std::string> argv{self_.string(), "train"};
-    argv.insert(argv.end(), settings_.train_args.begin(), settings_.train_args.end());
-    if (!has_flag(settings_.train_args, "--dist")) argv.insert(argv.end(), {"--dist", "mpi"});
+    const std::vector<std::string> flags = rank_train_flags(settings_.train_args);
+    argv.insert(argv.end(), flags.begin(), flags.end());
     // A restart: from the newest checkpoint any host holds, or from the first step if the
     // run failed before its first.
     if (resume && !has_flag(settings_.train_args, "--resume") && !has_flag(settings_.train_args, "--resume-if-any"))
@@ -342,10 +342,7 @@ class Launcher {
   std::unique_ptr<Probes> probe_absent(const std::vector<Host>& members) {
     std::vector<Host> absent;
     try {
-      for (const Host& h : read_hostfile(settings_.hostfile)) {
-        if (std::none_of(members.begin(), members.end(), [&](const Host& m) { return m.name == h.name; }))
-          absent.push_back(h);
-      }
+      absent = hosts_not_in(read_hostfile(settings_.hostfile), members);
     } catch (const std::runtime_error&) {
       return nullptr;  // being edited: next time
     }
@@ -360,6 +357,12 @@ class Launcher {
 };
 
 }  // namespace
+
+std::vector<std::string> rank_train_flags(const std::vector<std::string>& train_args) {
+  std::vector<std::string> flags = train_args;
+  if (!has_flag(flags, "--dist")) flags.insert(flags.end(), {"--dist", "mpi"});
+  return flags;
+}
 
 void check(const LaunchSettings& settings, const train::JobConfig& job) {
   if (job.checkpoint_dir.empty()) {

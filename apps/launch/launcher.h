@@ -28,6 +28,9 @@ struct LaunchSettings {
   std::vector<std::string> train_args;   // dptrain train's flags
 };
 
+// The train flags every rank gets: `train_args`, with --dist mpi unless they name --dist.
+std::vector<std::string> rank_train_flags(const std::vector<std::string>& train_args);
+
 // Refuses what cannot run (std::runtime_error): no --checkpoint-dir among the train flags,
 // --dist other than mpi, a bad number.
 void check(const LaunchSettings& settings, const train::JobConfig& job);
