@@ -6,8 +6,10 @@
 
 namespace dpt {
 
-enum class DType { f32, i64 };
-size_t dtype_size(DType dtype);       // bytes per element: 4 or 8
-const char* dtype_name(DType dtype);  // "float32", "int64"
+// bf16 is a wire format only: communicators move it (compressed gradients,
+// parallel/compression.h); no tensor holds it and no collective reduces it.
+enum class DType { f32, i64, bf16 };
+size_t dtype_size(DType dtype);       // bytes per element: 4, 8 or 2
+const char* dtype_name(DType dtype);  // "float32", "int64", "bfloat16"
 
 }  // namespace dpt

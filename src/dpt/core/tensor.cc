@@ -26,8 +26,22 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
-size_t dtype_size(DType dtype) { return dtype == DType::f32 ? sizeof(float) : sizeof(int64_t); }
-const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "float32" : "int64"; }
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return sizeof(float);
+    case DType::i64: return sizeof(int64_t);
+    case DType::bf16: return sizeof(uint16_t);
+  }
+  return 0;
+}
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "float32";
+    case DType::i64: return "int64";
+    case DType::bf16: return "bfloat16";
+  }
+  return "?";
+}
 
 namespace {
 bool on_gpu(Device device) { return device.kind == Device::Kind::cuda; }

@@ -63,6 +63,8 @@ const char* phase_name(Phase phase) {
     case Phase::bucket_allreduce: return "bucket allreduce";
     case Phase::buffers: return "buffers";
     case Phase::tree_sum: return "tree sum";
+    case Phase::within_process: return "within process";
+    case Phase::between_processes: return "between processes";
   }
   return "?";
 }
@@ -75,7 +77,9 @@ Category phase_category(Phase phase) {
     case Phase::allreduce:
     case Phase::bucket_allreduce:
     case Phase::buffers:
-    case Phase::tree_sum: return Category::communication;
+    case Phase::tree_sum:
+    case Phase::within_process:
+    case Phase::between_processes: return Category::communication;
     default: return Category::host;
   }
 }

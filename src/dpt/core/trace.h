@@ -31,6 +31,8 @@ enum class Phase {
   bucket_allreduce,  // device's communication thread: one bucket during backward (arg: bucket)
   buffers,           // device: averaging the buffers (BatchNorm running statistics)
   tree_sum,          // device: deterministic mode's exchange of tree nodes and fixed-order sum
+  within_process,    // device: a collective's level among the devices of one process
+  between_processes, // device 0: a collective's level among the processes (the network)
 };
 enum class Category { host, compute, communication };
 const char* phase_name(Phase phase);

@@ -4,6 +4,7 @@
 // here) or processes on many machines (MPI and NCCL backends implement this interface).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,14 @@ class CollectiveAborted : public std::runtime_error {
 // around on overflow, as two's complement), max or min.
 enum class ReduceOp { sum, max, min };
 const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min"
+
+// How a float sum's values travel between the ranks (PyTorch DDP's compression hooks):
+// as they are (none), or rounded to bfloat16 (bf16), half the bytes (compression.h).
+enum class Compression { none, bf16 };
+inline constexpr std::array<std::string_view, 2> kCompressions{"none", "bf16"};
+const char* compression_name(Compression compression);  // "none", "bf16"
+// Throws ConfigError (key `grad_compression`) for a name other than none or bf16.
+Compression parse_compression(std::string_view name);
 
 class Communicator {
  public:
@@ -54,6 +63,11 @@ class Communicator {
   };
   virtual void alltoall(int rank, const std::vector<Block>& send, const std::vector<Block>& receive, DType type) = 0;
   virtual void barrier(int rank) = 0;
+  // A float sum, as allreduce(sum), whose values cross between the ranks as `compression`
+  // says: none is allreduce itself; bf16 is compression.h's bf16_allreduce_sum, built on
+  // alltoall (host memory only). A backend with two levels compresses only the one that
+  // crosses the network (HierarchicalCommunicator).
+  virtual void allreduce_compressed(int rank, float* data, size_t count, Compression compression);
 
   // Releases every rank waiting in a collective with CollectiveAborted, now and in every
   // later call: one failing rank must end the step everywhere, never hang it.
@@ -78,9 +92,10 @@ class Communicator {
 void check_alltoall_blocks(const std::vector<Communicator::Block>& send,
                            const std::vector<Communicator::Block>& receive, int size, int rank);
 
-// This process's place in a multi-process job (one device per process, e.g. under mpirun):
-// the communicator whose ranks are the job's processes, and this process's rank. The
-// default, without a communicator, is one process whose devices are all the ranks.
+// This process's place in a multi-process job (e.g. under mpirun; each process runs one or
+// several devices): the communicator whose ranks are the job's processes, and this
+// process's rank. The default, without a communicator, is one process whose devices are
+// all the ranks.
 struct ProcessGroup {
   std::shared_ptr<Communicator> comm;
   int rank = 0;

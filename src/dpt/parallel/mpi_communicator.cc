@@ -37,7 +37,14 @@ int mpi_count(size_t count) {
   return static_cast<int>(count);
 }
 
-MPI_Datatype mpi_type(DType type) { return type == DType::f32 ? MPI_FLOAT : MPI_INT64_T; }
+MPI_Datatype mpi_type(DType type) {
+  switch (type) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::i64: return MPI_INT64_T;
+    case DType::bf16: return MPI_UINT16_T;  // moved, never reduced by MPI
+  }
+  throw std::invalid_argument("MPI: unknown DType " + std::to_string(static_cast<int>(type)));
+}
 
 class MpiCommunicator final : public Communicator {
  public:

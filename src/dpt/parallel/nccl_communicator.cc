@@ -24,7 +24,14 @@ void check_nccl(ncclResult_t status, const char* what) {
   if (status != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(status));
 }
 
-ncclDataType_t nccl_type(DType type) { return type == DType::f32 ? ncclFloat : ncclInt64; }
+ncclDataType_t nccl_type(DType type) {
+  switch (type) {
+    case DType::f32: return ncclFloat;
+    case DType::i64: return ncclInt64;
+    case DType::bf16: return ncclBfloat16;
+  }
+  throw std::invalid_argument("NCCL: unknown DType " + std::to_string(static_cast<int>(type)));
+}
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {

@@ -56,7 +56,8 @@ const char* color_of(const std::string& name) {
       {"forward", "#4e79a7"},  {"backward", "#f28e2b"},         {"update", "#59a14f"},
       {"allreduce", "#e15759"}, {"bucket allreduce", "#e15759"}, {"buffers", "#b07aa1"},
       {"tree sum", "#e15759"},  {"data", "#9c755f"},             {"guard", "#bab0ac"},
-      {"evaluate", "#76b7b2"},  {"checkpoint", "#edc948"}};
+      {"evaluate", "#76b7b2"},  {"checkpoint", "#edc948"},       {"within process", "#ff9da7"},
+      {"between processes", "#9d2b2f"}};
   const auto found = colors.find(name);
   return found == colors.end() ? "#cccccc" : found->second;
 }
