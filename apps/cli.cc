@@ -20,6 +20,7 @@
 #include "dpt/ops/precision.h"
 #include "dpt/optim/lr_schedule.h"
 #include "dpt/optim/optimizer.h"
+#include "dpt/parallel/communicator.h"
 #include "dpt/report/job.h"
 #include "dpt/version.h"
 #include "launch/launcher.h"
@@ -78,6 +79,8 @@ constexpr std::array kFieldFlags{
     FieldFlag{"on_nan", "--on-nan"},
     FieldFlag{"dist", "--dist"},
     FieldFlag{"bucket_mb", "--bucket-mb"},
+    FieldFlag{"grad_compression", "--grad-compression"},
+    FieldFlag{"zero", "--zero"},
     FieldFlag{"deterministic", "--deterministic"},
     FieldFlag{"chunk_size", "--chunk-size"},
     FieldFlag{"precision", "--precision"},
@@ -284,14 +287,27 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
       ->capture_default_str();
   train
       .add_option(flag("dist"), j.dist,
-                  listing("none: the devices are threads of this process; mpi: one process per device, started by "
-                          "mpirun -np N (each with --devices cpu:1), rank 0 alone printing and writing files",
+                  listing("none: the devices are threads of this process; mpi: processes started by mpirun -np N, "
+                          "each running --devices (several per process: the allreduce sums within each process, "
+                          "then between the processes), rank 0 alone printing and writing files",
                           train::kDists))
       ->capture_default_str();
   train
       .add_option(flag("bucket_mb"), j.bucket_mb,
                   "Allreduce the gradients in buckets of this many MiB, each as soon as backward has produced it "
                   "(overlapping communication with backward); 0: one allreduce after backward")
+      ->capture_default_str();
+  train
+      .add_option(flag("grad_compression"), j.grad_compression,
+                  listing("How the gradients travel between the processes of --dist mpi: none (float32), or bf16 "
+                          "(rounded to bfloat16, half the bytes, summed in float32; not with --deterministic)",
+                          parallel::kCompressions))
+      ->capture_default_str();
+  train
+      .add_option(flag("zero"), j.zero,
+                  "ZeRO stage (--api concise): 0 every device keeps the whole optimizer state; 1 each of the job's N "
+                  "devices keeps 1/N of it (momentum, Adam's moments), the gradients reduce-scattered and the "
+                  "parameters all-gathered (one allreduce's bytes); checkpoints hold the whole state")
       ->capture_default_str();
   train
       .add_option(flag("precision"), j.precision,

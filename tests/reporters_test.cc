@@ -61,6 +61,8 @@ EpochStats stats(int epoch, double loss, double train_acc, double test_acc) {
   s.seconds = 1.5 * epoch;
   s.examples_per_sec = 40000.0 / epoch;
   s.eval_seconds = 0.25 * epoch;
+  s.bytes_within_process = 1000 * epoch;
+  s.bytes_between_processes = 7 * epoch;
   return s;
 }
 
@@ -141,7 +143,7 @@ TEST(MetricsWriter, EachLineIsJsonWithExactlyTheFieldsWritten) {
   while (std::getline(in, line)) {
     ASSERT_LT(i, written.size());
     const nlohmann::json j = nlohmann::json::parse(line);
-    EXPECT_EQ(j.size(), 8u) << line;
+    EXPECT_EQ(j.size(), 10u) << line;
     EXPECT_EQ(j.at("epoch").get<int>(), written[i].epoch);
     EXPECT_EQ(j.at("train_loss").get<double>(), written[i].train_loss);  // round-trips exactly
     EXPECT_EQ(j.at("train_acc").get<double>(), written[i].train_acc);
@@ -149,6 +151,8 @@ TEST(MetricsWriter, EachLineIsJsonWithExactlyTheFieldsWritten) {
     EXPECT_EQ(j.at("seconds").get<double>(), written[i].seconds);
     EXPECT_EQ(j.at("examples_per_sec").get<double>(), written[i].examples_per_sec);
     EXPECT_EQ(j.at("eval_seconds").get<double>(), written[i].eval_seconds);
+    EXPECT_EQ(j.at("bytes_within_process").get<int64_t>(), written[i].bytes_within_process);
+    EXPECT_EQ(j.at("bytes_between_processes").get<int64_t>(), written[i].bytes_between_processes);
     EXPECT_EQ(j.at("devices").get<std::vector<std::string>>(), devices);
     ++i;
   }
@@ -161,7 +165,8 @@ TEST(MetricsWriter, FieldsComeInTheDocumentedOrder) {
   MetricsWriter(file).write(stats(1, 1, 0.5, 0.25), {"cpu:0"});
   EXPECT_EQ(read_all(file),
             "{\"epoch\":1,\"train_loss\":1.0,\"train_acc\":0.5,\"test_acc\":0.25,\"seconds\":1.5,"
-            "\"examples_per_sec\":40000.0,\"eval_seconds\":0.25,\"devices\":[\"cpu:0\"]}\n");
+            "\"examples_per_sec\":40000.0,\"eval_seconds\":0.25,\"bytes_within_process\":1000,"
+            "\"bytes_between_processes\":7,\"devices\":[\"cpu:0\"]}\n");
 }
 
 TEST(MetricsWriter, EveryEpochIsOnDiskBeforeTheWriterCloses) {

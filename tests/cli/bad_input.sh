@@ -55,4 +55,13 @@ expect "--deterministic cuts every batch into chunks of --chunk-size 32: --batch
 expect "--chunk-size must be at least 1, got 0" train --deterministic --chunk-size 0
 expect "--deterministic sums the gradients in a fixed tree after backward, so it cannot overlap them with backward in buckets: leave --bucket-mb at 0" \
   train --deterministic --bucket-mb 1
+expect "--grad-compression must be none or bf16, got 'fp16'" train --grad-compression fp16
+expect "--grad-compression bf16 and --deterministic exclude each other: bf16 rounds each process's partial sums, which depend on how many processes there are, so the bits could not stay those of one device" \
+  train --grad-compression bf16 --deterministic
+expect "--grad-compression bf16 compresses the gradients that travel between processes, and one process sends none: use it with --dist mpi" \
+  train --grad-compression bf16 --devices cpu:2
+expect "--zero 1 needs --api concise: the lesson's sgd keeps no state to shard" train --zero 1
+expect "--zero must be 0 (off) or 1 (the optimizer state sharded), got 2" train --api concise --zero 2
+expect "--zero 1 reduce-scatters the gradients after backward, and the buckets would allreduce them during it: leave --bucket-mb at 0" \
+  train --api concise --zero 1 --bucket-mb 1
 report_failures "every bad input stops with its message and status 1"

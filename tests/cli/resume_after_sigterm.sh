@@ -37,8 +37,9 @@ fail() {
   exit 1
 }
 newest() { ls "$1"/step-*.ckpt | tail -1; }
-# The metrics without the timings, which differ from run to run.
-figures() { sed -E 's/"(seconds|examples_per_sec|eval_seconds)":[^,]*,//g' "$1"; }
+# The metrics without the timings, which differ from run to run, and the wire bytes (an
+# epoch cut by the stop counts only those of its resumed part).
+figures() { sed -E 's/"(seconds|examples_per_sec|eval_seconds|bytes_within_process|bytes_between_processes)":[^,]*,//g' "$1"; }
 
 "${common[@]}" --epochs "$epochs" --checkpoint-dir "$work/whole" --metrics "$work/whole.jsonl" >"$work/whole.log" 2>&1 ||
   fail "the uninterrupted run failed" "$work/whole.log"

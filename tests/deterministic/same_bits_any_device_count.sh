@@ -4,7 +4,8 @@
 # digest (parameters, buffers, momentum) is the same, bit for bit.
 #   usage: same_bits_any_device_count.sh DPTRAIN DATA_DIR WORK_DIR "DEVICES..." "RANKS..." -- FLAGS...
 #   DEVICES: device counts of one process (e.g. "1 2 3 4"); RANKS: MPI process counts ("2 4"
-#   or "-" for none). The first run is the reference every other one is compared with.
+#   or "-" for none), PxD for P processes of D devices each ("2x2": the two-level sums). The
+#   first run is the reference every other one is compared with.
 set -euo pipefail
 dptrain=$1 data=$2 work=$3 devices=$4 ranks=$5
 shift 5
@@ -37,7 +38,10 @@ done
 if [[ $ranks != - ]]; then
   read -r -a mpirun <<<"${DPT_MPIRUN:?set DPT_MPIRUN to mpirun and its options}"
   for n in $ranks; do
-    run "np$n" "${mpirun[@]}" -np "$n" "$dptrain" train --dist mpi --devices cpu:1 --cores 1 "${common[@]}"
+    processes=${n%x*} per_process=1
+    [[ $n == *x* ]] && per_process=${n#*x}
+    run "np$n" "${mpirun[@]}" -np "$processes" "$dptrain" train --dist mpi --devices "cpu:$per_process" \
+      --cores "$per_process" "${common[@]}"
   done
 else
   ranks=""

@@ -5,6 +5,8 @@
 // gradient buckets overlapped with backward; they report the same loss and accuracy, and
 // split evaluation across the processes to the same count. The data set is cut so that the
 // last batch has fewer examples than ranks: a process with an empty shard still takes part.
+// Two devices per process (the two-level allreduce, with and without bf16 compression) end
+// close to one process on all the job's devices.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,18 +48,25 @@ struct Outcome {
   int64_t test_correct = 0;
 };
 
-// One epoch of LeNet + SGD with momentum. `group` distributed: this process is one rank
-// with one device and reads its shard; otherwise `devices` CPU devices in this process.
+// One epoch of LeNet + SGD with momentum on `devices` CPU devices. `group` distributed:
+// this process is one rank, reads its shard, and its gradients travel between the
+// processes as `compression` says; `network_bytes`, when given, gets what this rank read
+// from the other processes during the epoch. Every local replica ends with the first's
+// parameters (checked here).
 Outcome train_epoch(const dpt::data::InMemoryDataset& train, const dpt::data::InMemoryDataset& test, int devices,
-                    dpt::parallel::ProcessGroup group, double bucket_mb) {
+                    dpt::parallel::ProcessGroup group, double bucket_mb,
+                    dpt::parallel::Compression compression = dpt::parallel::Compression::none,
+                    size_t* network_bytes = nullptr) {
   auto net = nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses);
   nn::init_weights(*net, nn::Init::kaiming, 21);
   dpt::parallel::DataParallelOptions options;
   options.cores = devices;  // one core (one oneDNN thread) per device, here and in every process
   options.bucket_mb = bucket_mb;
   options.process_group = group;
+  options.compression = compression;
   dpt::parallel::DataParallel dp(std::move(net), dpt::parallel::cpu_devices(devices), options);
   dpt::optim::SGD sgd(dp.replica_parameters(), {0.05f, 0.9f, 1e-4f});
+  const size_t before = group.distributed() ? group.comm->bytes_received(group.rank) : 0;  // after rank 0's parameters came
   dpt::data::BatchLoader loader(train, 32, /*shuffle=*/true, 3);
   if (group.distributed()) loader.set_shard(group.rank, group.size());
   loader.start_epoch(0);
@@ -71,6 +80,11 @@ Outcome train_epoch(const dpt::data::InMemoryDataset& train, const dpt::data::In
   dp.eval();
   outcome.test_correct = dp.count_correct(test, 16);
   for (const dpt::Tensor& p : dp.module().parameters()) outcome.params.push_back(p.to_vector());
+  for (int d = 1; d < devices; ++d) {
+    const std::vector<dpt::Tensor>& replica = dp.group().replica(static_cast<size_t>(d)).params;
+    for (size_t i = 0; i < replica.size(); ++i) EXPECT_EQ(replica[i].to_vector(), outcome.params[i]) << "device " << d;
+  }
+  if (network_bytes != nullptr) *network_bytes = group.comm->bytes_received(group.rank) - before;
   return outcome;
 }
 
@@ -162,20 +176,43 @@ void compare_with_one_process(const dpt::data::InMemoryDataset& train, const dpt
 // 0: one allreduce after backward; 0.05 MiB: LeNet's gradients in 4 buckets, overlapped.
 INSTANTIATE_TEST_SUITE_P(Buckets, MpiTraining, ::testing::Values(0.0, 0.05));
 
-TEST(MpiTrainingErrors, AProcessWithSeveralDevicesIsRefused) {
-  auto comm = g_mpi->communicator("ring", 60);
-  dpt::parallel::DataParallelOptions options;
-  options.process_group = {comm, g_mpi->rank()};
-  EXPECT_THROW(
-      {
-        try {
-          dpt::parallel::DataParallel(nn::lenet_module(dpt::data::kFashionMnistShape, dpt::data::kFashionMnistClasses), dpt::parallel::cpu_devices(2), options);
-        } catch (const std::invalid_argument& e) {
-          EXPECT_THAT(e.what(), ::testing::HasSubstr("one device per process"));
-          throw;
-        }
-      },
-      std::invalid_argument);
+// Two devices per process (the allreduce in two levels) against one process on all the
+// job's devices: the sums group their terms otherwise, so the parameters agree closely,
+// not bit for bit (--deterministic's CLI tests check the bits); the counts exactly. Every
+// rank holds rank 0's parameters. With bf16 compression the processes exchange half the
+// bytes, and the parameters stay close.
+void expect_close_to_one_process(const Outcome& local, const Outcome& distributed, float tolerance) {
+  ASSERT_EQ(local.params.size(), distributed.params.size());
+  for (size_t i = 0; i < local.params.size(); ++i) {
+    for (size_t k = 0; k < local.params[i].size(); ++k) {
+      const float a = local.params[i][k], b = distributed.params[i][k];
+      ASSERT_NEAR(a, b, tolerance * (std::fabs(a) + 1e-2f)) << "parameter " << i << " element " << k;
+    }
+  }
+  ASSERT_EQ(local.steps.size(), distributed.steps.size());
+  for (size_t s = 0; s < local.steps.size(); ++s) EXPECT_EQ(distributed.steps[s].examples, local.steps[s].examples);
+}
+
+TEST(MpiTwoDevicesPerProcess, EndCloseToOneProcessOnEveryDeviceOnEveryRankAndBf16HalvesTheNetworkBytes) {
+  const int n = g_mpi->size(), rank = g_mpi->rank();
+  const dpt::data::InMemoryDataset train = random_dataset(66, 1), test = random_dataset(37, 2);
+  auto comm = g_mpi->communicator("ring", 120);
+  size_t float_bytes = 0, bf16_bytes = 0;
+  const Outcome floats =
+      train_epoch(train, test, 2, {comm, rank}, 0.0, dpt::parallel::Compression::none, &float_bytes);
+  const Outcome bf16 = train_epoch(train, test, 2, {comm, rank}, 0.0, dpt::parallel::Compression::bf16, &bf16_bytes);
+  expect_every_rank_equals_rank_0(*comm, floats);
+  expect_every_rank_equals_rank_0(*comm, bf16);
+  // Gradients are most of what crosses: half their bytes, the control data unchanged.
+  EXPECT_LT(static_cast<double>(bf16_bytes), 0.52 * static_cast<double>(float_bytes)) << "rank " << rank;
+  EXPECT_GT(static_cast<double>(bf16_bytes), 0.48 * static_cast<double>(float_bytes)) << "rank " << rank;
+  if (rank == 0) {
+    const Outcome local = train_epoch(train, test, n * 2, {}, 0.0);
+    expect_close_to_one_process(local, floats, 1e-4f);
+    expect_close_to_one_process(local, bf16, 2e-2f);
+    EXPECT_EQ(floats.test_correct, local.test_correct);
+  }
+  comm->barrier(rank);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ Optimizer::Optimizer(std::vector<std::vector<Tensor>> replica_params, float lr, 
 }
 
 void Optimizer::step() {
-  ++steps_;
+  count_step();
   for (size_t r = 0; r < params_.size(); ++r) {
     for (size_t i = 0; i < params_[r].size(); ++i) {
       const Tensor& param = params_[r][i];
@@ -68,6 +68,21 @@ void Optimizer::set_lr(float lr) {
 
 const Tensor& Optimizer::state(size_t slot, size_t replica, size_t param) const {
   return state_.at(replica).at(param).at(slot);
+}
+
+size_t Optimizer::state_bytes() const {
+  size_t bytes = 0;
+  for (const auto& replica : state_) {
+    for (const auto& param : replica) {
+      for (const Tensor& slot : param) bytes += slot.defined() ? static_cast<size_t>(slot.numel()) * sizeof(float) : 0;
+    }
+  }
+  return bytes;
+}
+
+std::vector<std::string> optimizer_slots(std::string_view name) {
+  if (name == "sgd") return {"momentum"};
+  return {"exp_avg", "exp_avg_sq"};
 }
 
 void Optimizer::load_state(const std::vector<std::vector<Tensor>>& values, int64_t steps) {
@@ -99,7 +114,7 @@ void Optimizer::load_state(const std::vector<std::vector<Tensor>>& values, int64
 }
 
 SGD::SGD(std::vector<std::vector<Tensor>> replica_params, SgdOptions options)
-    : Optimizer(std::move(replica_params), options.lr, {"momentum"}), options_(options) {
+    : Optimizer(std::move(replica_params), options.lr, optimizer_slots("sgd")), options_(options) {
   check_fraction("momentum", options.momentum);
   check_weight_decay(options.weight_decay);
   if (options.nesterov && options.momentum == 0.0f) {
@@ -121,7 +136,7 @@ Adam::Adam(std::vector<std::vector<Tensor>> replica_params, AdamOptions options)
     : Adam(std::move(replica_params), options, /*decoupled=*/false) {}
 
 Adam::Adam(std::vector<std::vector<Tensor>> replica_params, AdamOptions options, bool decoupled)
-    : Optimizer(std::move(replica_params), options.lr, {"exp_avg", "exp_avg_sq"}),
+    : Optimizer(std::move(replica_params), options.lr, optimizer_slots("adam")),
       options_(options),
       decoupled_(decoupled) {
   check_fraction("beta1", options.beta1);

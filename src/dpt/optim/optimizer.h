@@ -10,6 +10,8 @@
 // parameters and (after the allreduce) equal gradients, and each keeps its own state, so
 // every replica makes the same update. Its state (per parameter: SGD's momentum, Adam's
 // exp_avg and exp_avg_sq; and the step count) goes into checkpoints, so a resume is exact.
+// A sharded optimizer (ZeRO, parallel/zero_optimizer.h) keeps a share of that state per
+// replica instead: it overrides step, state, gather_state, load_state and state_bytes.
 #pragma once
 
 #include <array>
@@ -30,7 +32,7 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // One update of every replica's parameters that has a gradient; then steps() counts it.
-  void step();
+  virtual void step();
   void zero_grad();
   float lr() const { return lr_; }
   // The learning rate of the next step() (a schedule sets it per step); throws ConfigError
@@ -42,14 +44,20 @@ class Optimizer {
   // The per-parameter state, slot by slot ("momentum"; "exp_avg", "exp_avg_sq").
   const std::vector<std::string>& slots() const { return slots_; }
   // Slot `slot` of parameter `param` of replica `replica`: undefined until that parameter's
-  // first update (SGD without momentum keeps none).
-  const Tensor& state(size_t slot, size_t replica, size_t param) const;
+  // first update (SGD without momentum keeps none). A sharded optimizer answers after
+  // gather_state().
+  virtual const Tensor& state(size_t slot, size_t replica, size_t param) const;
+  // Makes state() whole: a sharded optimizer gathers every replica's share (a collective:
+  // every rank of a job calls it); nothing for the others.
+  virtual void gather_state() {}
+  // The bytes of state this process holds for all its replicas (what ZeRO divides).
+  virtual size_t state_bytes() const;
   int64_t steps() const { return steps_; }
   // Every replica gets a copy of `values` (one list per slot, one tensor per parameter,
   // undefined where not stepped yet), and the step count: resuming from a checkpoint,
   // whatever the number of replicas that saved it. Throws std::invalid_argument for lists
   // of another length or tensors of another shape than the parameters'.
-  void load_state(const std::vector<std::vector<Tensor>>& values, int64_t steps);
+  virtual void load_state(const std::vector<std::vector<Tensor>>& values, int64_t steps);
 
   // The parameters it steps, one list per replica.
   const std::vector<std::vector<Tensor>>& replica_parameters() const { return params_; }
@@ -64,6 +72,9 @@ class Optimizer {
   // The update of one parameter from its gradient; `state` holds its slots (undefined ones
   // not created yet). steps() already counts this update.
   virtual void update(const Tensor& param, const Tensor& grad, std::vector<Tensor>& state) = 0;
+  // For a step() of a subclass's own: counts it, or sets the count (load_state).
+  void count_step() { ++steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
 
  private:
   std::vector<std::vector<Tensor>> params_;              // [replica][param]
@@ -137,6 +148,8 @@ class AdamW : public Adam {
 // Optimizers by name, for front ends (the CLI's --optimizer): the options of all of them;
 // each takes what it uses.
 inline constexpr std::array<std::string_view, 3> kOptimizers{"sgd", "adam", "adamw"};
+// The state slots of optimizer `name` (Optimizer::slots): sgd's, or adam's and adamw's.
+std::vector<std::string> optimizer_slots(std::string_view name);
 struct OptimizerSettings {
   float lr = 0.1f;
   float momentum = 0.0f;      // sgd

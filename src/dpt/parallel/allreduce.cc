@@ -4,6 +4,7 @@
 
 #include "dpt/core/device_memory.h"
 #include "dpt/ops/backend.h"
+#include "dpt/parallel/sharded_collectives.h"
 
 namespace dpt::parallel {
 
@@ -55,10 +56,10 @@ void unpack_from_host(const std::vector<float>& flat, const std::vector<Tensor>&
 }
 
 void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors,
-                       std::vector<float>& flat_buffer, float scale) {
+                       std::vector<float>& flat_buffer, float scale, Compression compression) {
   if (!on_gpu(tensors) || !comm.reduces_device_memory()) {  // summed on the host
     pack_to_host(tensors, flat_buffer);
-    comm.allreduce_sum(rank, flat_buffer.data(), flat_buffer.size());
+    comm.allreduce_compressed(rank, flat_buffer.data(), flat_buffer.size(), compression);
     unpack_from_host(flat_buffer, tensors, scale);
     return;
   }
@@ -68,16 +69,26 @@ void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& 
   auto* device_flat = static_cast<float*>(flat.storage().raw_data());
   const ops::Backend& kernels = ops::backend_for(tensors[0]);
   kernels.pack(tensors, device_flat);
-  comm.allreduce_sum(rank, device_flat, total);
+  comm.allreduce_compressed(rank, device_flat, total, compression);
   kernels.unpack(device_flat, tensors, scale);
 }
 
-void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
-                         std::vector<float>& flat_buffer, float scale) {
+void reduce_scatter_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
+                              std::vector<float>& flat_buffer, float scale, Compression compression) {
   std::vector<Tensor> grads;
   grads.reserve(params.size());
   for (const Tensor& p : params) grads.push_back(p.ensure_grad());
-  allreduce_tensors(comm, rank, grads, flat_buffer, scale);
+  pack_to_host(grads, flat_buffer);
+  reduce_scatter_sum(comm, rank, flat_buffer.data(), flat_buffer.size(), compression);
+  unpack_from_host(flat_buffer, grads, scale);
+}
+
+void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
+                         std::vector<float>& flat_buffer, float scale, Compression compression) {
+  std::vector<Tensor> grads;
+  grads.reserve(params.size());
+  for (const Tensor& p : params) grads.push_back(p.ensure_grad());
+  allreduce_tensors(comm, rank, grads, flat_buffer, scale, compression);
 }
 
 }  // namespace dpt::parallel

@@ -21,17 +21,27 @@ void pack_to_host(const std::vector<Tensor>& tensors, std::vector<float>& flat);
 size_t total_values(const std::vector<Tensor>& tensors);
 void unpack_from_host(const std::vector<float>& flat, const std::vector<Tensor>& tensors, float scale);
 
-// Sums `tensors` elementwise over all ranks with `comm` and multiplies the sums by `scale`:
+// Sums `tensors` elementwise over all ranks with `comm` (the values travelling as
+// `compression` says: Communicator::allreduce_compressed) and multiplies the sums by `scale`:
 // the tensors are packed into one flat buffer on their device, so a whole model costs one
 // collective instead of one per tensor. `flat_buffer` is the host copy of that buffer when
 // GPU tensors meet a host backend (kept by the caller, so its memory is reused).
 void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors,
-                       std::vector<float>& flat_buffer, float scale = 1.0f);
+                       std::vector<float>& flat_buffer, float scale = 1.0f,
+                       Compression compression = Compression::none);
 
 // What each device's worker calls after its backward(): allreduce_tensors over the
 // gradients of `params`. A parameter without a gradient gets a zero one first, so every
 // rank passes the same buffer size.
 void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
-                         std::vector<float>& flat_buffer, float scale = 1.0f);
+                         std::vector<float>& flat_buffer, float scale = 1.0f,
+                         Compression compression = Compression::none);
+
+// ZeRO's form of allreduce_gradients: only rank `rank`'s slice of the flat gradient
+// (sharded_collectives.h) ends as the sum over the ranks times `scale`; the rest of each
+// gradient holds this rank's own values times `scale`. Host memory only.
+void reduce_scatter_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
+                              std::vector<float>& flat_buffer, float scale = 1.0f,
+                              Compression compression = Compression::none);
 
 }  // namespace dpt::parallel

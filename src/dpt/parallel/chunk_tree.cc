@@ -76,16 +76,26 @@ void ChunkTree::add_chunk(int64_t index, std::vector<float> values) {
   reduce_stack(stack_, begin_, end_, chunks_, /*with_sums=*/true);
 }
 
-std::vector<float> combine_nodes(std::vector<TreeNode> nodes, int64_t chunks) {
+std::vector<TreeNode> merge_nodes(std::vector<TreeNode> nodes, int64_t begin, int64_t end, int64_t chunks) {
   std::vector<TreeNode> stack;
-  int64_t covered = 0;
+  int64_t covered = begin;
   for (TreeNode& node : nodes) {
-    if (node.lo != covered) throw std::logic_error("combine_nodes: the nodes do not partition the chunks in order");
+    if (node.lo != covered) throw std::logic_error("merge_nodes: the nodes do not partition the chunks in order");
     covered = node_end(node.lo, node.level, chunks);
     stack.push_back(std::move(node));
-    reduce_stack(stack, 0, chunks, chunks, /*with_sums=*/true);
+    reduce_stack(stack, begin, end, chunks, /*with_sums=*/true);
   }
-  if (covered != chunks || stack.size() != 1) {
+  if (covered != end) {
+    throw std::logic_error("merge_nodes: the nodes cover chunks [" + std::to_string(begin) + ", " +
+                           std::to_string(covered) + ") of [" + std::to_string(begin) + ", " + std::to_string(end) +
+                           ")");
+  }
+  return stack;
+}
+
+std::vector<float> combine_nodes(std::vector<TreeNode> nodes, int64_t chunks) {
+  std::vector<TreeNode> stack = merge_nodes(std::move(nodes), 0, chunks, chunks);
+  if (stack.size() != 1) {
     throw std::logic_error("combine_nodes: " + std::to_string(stack.size()) + " nodes left for " +
                            std::to_string(chunks) + " chunks");
   }

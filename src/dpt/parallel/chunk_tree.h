@@ -45,6 +45,12 @@ class ChunkTree {
   std::vector<TreeNode> stack_;
 };
 
+// The nodes of chunks [begin, end) (tree_nodes_of's, with their sums) from nodes that
+// partition that range in order (the nodes of devices holding consecutive parts of it,
+// concatenated): merged by the tree's rule, so with the same bits as one device summing
+// the whole range.
+std::vector<TreeNode> merge_nodes(std::vector<TreeNode> nodes, int64_t begin, int64_t end, int64_t chunks);
+
 // The root's sum from nodes that partition [0, chunks) in order (every device's nodes,
 // concatenated by rank): the sum of every chunk, in the tree's order.
 std::vector<float> combine_nodes(std::vector<TreeNode> nodes, int64_t chunks);

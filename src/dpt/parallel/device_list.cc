@@ -58,19 +58,12 @@ void check_devices_for_training(const std::vector<Device>& devices, const Proces
   }
 }
 
-void check_one_device_per_process(const std::vector<Device>& devices, const ProcessGroup& group) {
-  if (group.distributed() && devices.size() != 1) {
-    throw ConfigError("devices", "`dist` mpi runs one device per process, got `devices` with " +
-                                     std::to_string(devices.size()) +
-                                     "; use `devices` cpu:1 and start more processes (mpirun -np N)");
-  }
-}
-
 void check_batch_covers_devices(int64_t batch_size, const std::vector<Device>& devices, const ProcessGroup& group) {
-  if (group.distributed() && batch_size < group.size()) {
+  const int64_t job_devices = static_cast<int64_t>(group.size()) * static_cast<int64_t>(devices.size());
+  if (group.distributed() && batch_size < job_devices) {
     throw ConfigError("batch_size", "`batch_size` " + std::to_string(batch_size) + " is smaller than the " +
-                                        std::to_string(group.size()) +
-                                        " processes: every process needs at least one example per batch");
+                                        std::to_string(job_devices) + " devices of the " + std::to_string(group.size()) +
+                                        " processes: every device needs at least one example per batch");
   }
   if (batch_size < static_cast<int64_t>(devices.size())) {
     throw ConfigError("batch_size", "`batch_size` " + std::to_string(batch_size) + " is smaller than the " +

@@ -29,13 +29,8 @@ std::vector<Device> cpu_devices(int count);
 // job, gradient buckets: bucket_mb > 0).
 void check_devices_for_training(const std::vector<Device>& devices, const ProcessGroup& group, double bucket_mb);
 
-// A multi-process job (group.distributed()) runs one device per process: throws
-// ConfigError (`devices`) for more. The one statement of the rule, for every engine.
-void check_one_device_per_process(const std::vector<Device>& devices, const ProcessGroup& group);
-
-// Every device (every process of a job) needs at least one example of each global batch:
-// throws ConfigError (`batch_size`) for a batch smaller than the job's processes or this
-// process's devices.
+// Every device (of every process of a job) needs at least one example of each global batch:
+// throws ConfigError (`batch_size`) for a batch smaller than the job's devices.
 void check_batch_covers_devices(int64_t batch_size, const std::vector<Device>& devices, const ProcessGroup& group);
 
 // Whether some device appears more than once in `devices`.

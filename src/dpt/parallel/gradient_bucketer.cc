@@ -39,8 +39,9 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& param
 }
 
 GradientBucketer::GradientBucketer(Communicator& comm, int rank, std::vector<Tensor> params, size_t bucket_bytes,
-                                   trace::LaneName lane)
+                                   trace::LaneName lane, Compression compression)
     : comm_(comm),
+      compression_(compression),
       rank_(rank),
       params_(std::move(params)),
       buckets_(assign_buckets(params_, bucket_bytes)),
@@ -167,7 +168,7 @@ void GradientBucketer::communication_loop() {
     std::exception_ptr error;
     try {
       const trace::Span span(trace::Phase::bucket_allreduce, static_cast<int64_t>(b));
-      comm_.allreduce_sum(rank_, flat_[b].data(), flat_[b].size());
+      comm_.allreduce_compressed(rank_, flat_[b].data(), flat_[b].size(), compression_);
       size_t offset = 0;
       for (size_t i : buckets_[b]) {
         const Tensor grad = params_[i].grad();

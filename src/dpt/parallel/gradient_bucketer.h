@@ -39,9 +39,11 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& param
 class GradientBucketer {
  public:
   // `comm` and `params` (one rank's replica) must outlive the bucketer. `lane`: where
-  // --trace shows the communication thread's bucket allreduces.
+  // --trace shows the communication thread's bucket allreduces; `compression`: how the
+  // buckets travel (Communicator::allreduce_compressed).
   GradientBucketer(Communicator& comm, int rank, std::vector<Tensor> params, size_t bucket_bytes,
-                   trace::LaneName lane = {trace::communication_lane(0), "allreduce"});
+                   trace::LaneName lane = {trace::communication_lane(0), "allreduce"},
+                   Compression compression = Compression::none);
   ~GradientBucketer();
   GradientBucketer(const GradientBucketer&) = delete;
   GradientBucketer& operator=(const GradientBucketer&) = delete;
@@ -67,6 +69,7 @@ class GradientBucketer {
   void wait_until_idle(std::unique_lock<std::mutex>& lock);
 
   Communicator& comm_;
+  Compression compression_;
   const int rank_;
   const std::vector<Tensor> params_;
   std::vector<std::vector<size_t>> buckets_;

@@ -58,8 +58,9 @@ std::vector<std::string> device_names(const std::vector<Device>& devices, const 
     for (const Device& d : devices) names.push_back(d.str());
     return names;
   }
-  for (int rank = 0; rank < group.size(); ++rank)
-    names.push_back("rank " + std::to_string(rank) + " " + devices[0].str());
+  for (int rank = 0; rank < group.size(); ++rank) {
+    for (const Device& d : devices) names.push_back("rank " + std::to_string(rank) + " " + d.str());
+  }
   return names;
 }
 

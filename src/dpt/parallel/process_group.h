@@ -35,8 +35,8 @@ std::string broadcast_string(const ProcessGroup& group, const std::string& text,
 std::vector<std::string> gather_strings(const ProcessGroup& group, const std::string& text);
 
 // Names for the devices of the whole job: this process's devices ("cpu:0", "cpu:1"), or in
-// a multi-process job one per rank ("rank 0 cpu:0", "rank 1 cpu:0", ...; every process runs
-// one device of the kind this one has).
+// a multi-process job those of every rank ("rank 0 cpu:0", "rank 0 cpu:1", "rank 1 cpu:0",
+// ...; every process runs the devices this one has).
 std::vector<std::string> device_names(const std::vector<Device>& devices, const ProcessGroup& group);
 
 }  // namespace dpt::parallel

@@ -26,6 +26,21 @@ void check_replica_modes(const ReplicaGroupOptions& options) {
                       "`deterministic` sums the gradients in a fixed tree after backward, so it cannot overlap "
                       "them with backward in buckets: leave `bucket_mb` at 0");
   }
+  if (options.compression == Compression::bf16 && options.deterministic_chunk > 0) {
+    throw ConfigError("grad_compression",
+                      "`grad_compression` bf16 and `deterministic` exclude each other: bf16 rounds each process's "
+                      "partial sums, which depend on how many processes there are, so the bits could not stay "
+                      "those of one device");
+  }
+  if (options.zero != 0 && options.zero != 1) {
+    throw ConfigError("zero", "`zero` must be 0 (off) or 1 (the optimizer state sharded), got " +
+                                  std::to_string(options.zero));
+  }
+  if (options.zero == 1 && options.bucket_mb > 0) {
+    throw ConfigError("zero",
+                      "`zero` 1 reduce-scatters the gradients after backward, and the buckets would allreduce them "
+                      "during it: leave `bucket_mb` at 0");
+  }
   if (options.sync_bn && options.bucket_mb > 0) {
     throw ConfigError("sync_bn",
                       "`sync_bn` allreduces BatchNorm's statistics during backward, which the gradient buckets "
@@ -37,10 +52,20 @@ void check_replica_devices(const std::vector<Device>& devices, const ReplicaGrou
   check_replica_modes(options);
   if (devices.empty()) throw ConfigError("devices", "`devices` names no device");
   check_devices_for_training(devices, options.process_group, options.bucket_mb);
-  check_one_device_per_process(devices, options.process_group);
+  if (options.compression != Compression::none && !options.process_group.distributed()) {
+    throw ConfigError("grad_compression",
+                      "`grad_compression` bf16 compresses the gradients that travel between processes, and one "
+                      "process sends none: use it with `dist` mpi");
+  }
   for (const Device& d : devices) {
     if (d.kind != Device::Kind::cpu && options.sync_bn) {
       throw ConfigError("sync_bn", "`sync_bn` runs on CPU devices only, got " + d.str());
+    }
+    if (d.kind != Device::Kind::cpu && options.compression != Compression::none) {
+      throw ConfigError("grad_compression", "`grad_compression` bf16 runs on CPU devices only, got " + d.str());
+    }
+    if (d.kind != Device::Kind::cpu && options.zero != 0) {
+      throw ConfigError("zero", "`zero` 1 runs on CPU devices only, got " + d.str());
     }
   }
 }
@@ -62,10 +87,15 @@ ops::ExecutionOptions execution_for(const ReplicaGroupOptions& options) {
 }  // namespace
 
 namespace {
+// One process: its devices' communicator. Several: the processes' communicator, or with
+// several devices per process the two levels of both.
 std::shared_ptr<Communicator> communicator_for(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
   check_replica_devices(devices, options);
-  if (options.process_group.distributed()) return options.process_group.comm;
-  return make_communicator(devices, options.allreduce);
+  const ProcessGroup& group = options.process_group;
+  if (!group.distributed()) return make_communicator(devices, options.allreduce);
+  if (devices.size() == 1) return group.comm;
+  return std::make_shared<HierarchicalCommunicator>(make_communicator(devices, options.allreduce), group.comm,
+                                                    group.rank);
 }
 }  // namespace
 
@@ -74,6 +104,7 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
     : options_(std::move(options)),
       pool_(devices, cores_for(options_, devices), execution_for(options_)),
       comm_(communicator_for(devices, options_)),
+      hierarchy_(dynamic_cast<HierarchicalCommunicator*>(comm_.get())),
       replicas_(std::move(replicas)),
       flat_buffers_(devices.size()),
       accumulated_(devices.size()) {
@@ -87,7 +118,8 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
       const int device = static_cast<int>(i);
       bucketers_.push_back(std::make_unique<GradientBucketer>(
           *comm_, global_rank(device), replicas_[i].params, bytes,
-          trace::LaneName{trace::communication_lane(device), pool_.devices()[i].str() + " allreduce"}));
+          trace::LaneName{trace::communication_lane(device), pool_.devices()[i].str() + " allreduce"},
+          options_.compression));
     }
   }
   // One failing device must release its peers from the allreduce instead of hanging them.
@@ -99,9 +131,9 @@ ReplicaGroup::ReplicaGroup(std::vector<Device> devices, std::vector<ReplicaTenso
 ReplicaGroup::~ReplicaGroup() { bucketers_.clear(); }
 
 void ReplicaGroup::broadcast_from_root() {
-  pool_.run_on(0, [&] {
-    for (const auto* list : {&replicas_[0].params, &replicas_[0].buffers}) {
-      for (const Tensor& t : *list) comm_->broadcast(global_rank(0), t.data<float>(), t.numel(), 0);
+  pool_.run_all([&](int device) {
+    for (const auto* list : {&replicas_[device].params, &replicas_[device].buffers}) {
+      for (const Tensor& t : *list) comm_->broadcast(global_rank(device), t.data<float>(), t.numel(), 0);
     }
   });
 }
@@ -118,7 +150,21 @@ std::vector<Shard> ReplicaGroup::scatter(const Tensor& X, const Tensor& y) const
 
 std::vector<Shard> ReplicaGroup::scatter(const data::Batch& batch) const {
   if (!options_.process_group.distributed()) return scatter(batch.images, batch.labels);
-  return {Shard{batch.images, batch.labels, batch.labels, batch.first_row}};
+  if (pool_.size() == 1) return {Shard{batch.images, batch.labels, batch.labels, batch.first_row}};
+  // This process's shard of the global batch, split over its devices as one process splits
+  // a batch (device_share's rows).
+  const int64_t rows = batch.images.dim(0);
+  if (rows == 0) return {};
+  const int64_t chunk = std::max<int64_t>(options_.deterministic_chunk, 1);
+  return split_batch(batch.images, batch.labels, devices_for(devices(), data::chunks_in(rows, chunk)), chunk,
+                     batch.first_row);
+}
+
+data::RowRange ReplicaGroup::device_share(int device, int64_t rows, int64_t chunk) const {
+  const ProcessGroup& group = options_.process_group;
+  const data::RowRange process = data::shard_rows(rows, group.size(), group.rank, chunk);
+  const data::RowRange local = data::shard_rows(process.size(), pool_.size(), device, chunk);
+  return {process.begin + local.begin, process.begin + local.end};
 }
 
 int ReplicaGroup::active_replicas(int64_t examples) const {
@@ -231,7 +277,13 @@ void ReplicaGroup::compute_and_allreduce(int device, const Shard* shard, const S
   }
   if (forward_and_backward) forward_and_backward();
   const trace::Span span(trace::Phase::allreduce);
-  allreduce_gradients(*comm_, global_rank(device), replica.params, flat_buffers_[device], scale);
+  if (options_.zero == 1) {  // each replica's slice only: the sharded optimizer steps it
+    reduce_scatter_gradients(*comm_, global_rank(device), replica.params, flat_buffers_[device], scale,
+                             options_.compression);
+    return;
+  }
+  allreduce_gradients(*comm_, global_rank(device), replica.params, flat_buffers_[device], scale,
+                      options_.compression);
 }
 
 StepResult ReplicaGroup::job_figures(const StepResult& local) {
@@ -239,9 +291,10 @@ StepResult ReplicaGroup::job_figures(const StepResult& local) {
   // is summed in float as each device's is; the counts as integers, exact at any size.
   float loss = static_cast<float>(local.loss_sum);
   int64_t counts[2] = {local.correct, local.examples};
+  const ProcessGroup& group = options_.process_group;
   pool_.run_on(0, [&] {
-    comm_->allreduce(global_rank(0), &loss, 1, ReduceOp::sum);
-    comm_->allreduce(global_rank(0), counts, 2, ReduceOp::sum);
+    group.comm->allreduce(group.rank, &loss, 1, ReduceOp::sum);
+    group.comm->allreduce(group.rank, counts, 2, ReduceOp::sum);
   });
   return {loss, counts[0], counts[1]};
 }
@@ -260,7 +313,8 @@ std::vector<NonFiniteUpdate> ReplicaGroup::job_records(const NonFiniteUpdate& lo
   rows[mine + 1] = local.cause;
   rows[mine + 2] = local.count;
   rows[mine + 3] = local.first;
-  pool_.run_on(0, [&] { comm_->allreduce(global_rank(0), rows.data(), rows.size(), ReduceOp::sum); });
+  const ProcessGroup& group = options_.process_group;
+  pool_.run_on(0, [&] { group.comm->allreduce(group.rank, rows.data(), rows.size(), ReduceOp::sum); });
   std::vector<NonFiniteUpdate> records;
   for (int r = 0; r < ranks; ++r) records.push_back({rows[r * 4], rows[r * 4 + 1], rows[r * 4 + 2], rows[r * 4 + 3]});
   return records;
@@ -274,12 +328,12 @@ void ReplicaGroup::update(const std::function<void(int device)>& apply) {
 }
 
 int64_t ReplicaGroup::count_correct(const data::Dataset& data, int64_t batch_size, const DeviceForward& forward) {
-  return count_correct_split(pool_, *comm_, options_.process_group, data, batch_size, forward);
+  return count_correct_split(pool_, options_.process_group, data, batch_size, forward);
 }
 
 std::vector<int64_t> ReplicaGroup::confusion(const data::Dataset& data, int64_t batch_size,
                                              const DeviceForward& forward, int64_t classes) {
-  return confusion_split(pool_, *comm_, options_.process_group, data, batch_size, forward, classes);
+  return confusion_split(pool_, options_.process_group, data, batch_size, forward, classes);
 }
 
 ops::ReplicaSum ReplicaGroup::replica_sum(int i) {
@@ -293,6 +347,19 @@ int ReplicaGroup::agree_on_stop(int signal) const { return parallel::agree_on_st
 
 std::vector<std::string> ReplicaGroup::device_names() const {
   return parallel::device_names(devices(), options_.process_group);
+}
+
+WireBytes ReplicaGroup::wire_bytes() const {
+  WireBytes bytes;
+  for (int device = 0; device < pool_.size(); ++device) {
+    const size_t all = comm_->bytes_received(global_rank(device));
+    const size_t network = hierarchy_ != nullptr ? hierarchy_->bytes_between_processes(global_rank(device))
+                           : options_.process_group.distributed() ? all
+                                                                  : 0;
+    bytes.between_processes += network;
+    bytes.within_process += all - network;
+  }
+  return bytes;
 }
 
 }  // namespace dpt::parallel

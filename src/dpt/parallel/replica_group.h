@@ -2,12 +2,14 @@
 // local device (DevicePool), the communicator joining every replica of the job (the local
 // devices, or in a multi-process job the processes), and one replica of the model's
 // tensors per device. A step is always the same five moves:
-//   scatter   each device gets its shard of the batch (split_batch, or this process's
-//             shard of a global batch); a device may get none (an epoch's last batch);
+//   scatter   each device gets its shard of the batch (split_batch; in a multi-process
+//             job split_batch of this process's shard of the global batch); a device may
+//             get none (an epoch's last batch);
 //   compute   forward and summed loss through the caller's callback, then backward, on
 //             every device at once;
 //   allreduce the gradients summed over all replicas, times the caller's scale, as one
-//             flat buffer after backward or in buckets while backward runs;
+//             flat buffer after backward or in buckets while backward runs (with several
+//             devices per process in two levels: hierarchical_communicator.h);
 //   average   the buffers (BatchNorm running statistics) over the replicas with examples;
 //   update    the same optimizer step on every replica (update()).
 // Control data (the step's figures, evaluation counts, the stop request) travels on typed
@@ -46,6 +48,7 @@
 #include "dpt/parallel/communicator.h"
 #include "dpt/parallel/device_pool.h"
 #include "dpt/parallel/gradient_bucketer.h"
+#include "dpt/parallel/hierarchical_communicator.h"
 #include "dpt/parallel/replicate.h"
 #include "dpt/parallel/split_evaluation.h"
 #include "dpt/parallel/step_ledger.h"
@@ -57,7 +60,14 @@ struct ReplicaGroupOptions {
   std::string allreduce = "ring";  // in-process algorithm: naive | ring
   int cores = available_cores();   // split between the CPU devices
   double bucket_mb = 0;            // 0: one allreduce after backward, no overlap
-  ProcessGroup process_group;      // distributed: one device per process
+  ProcessGroup process_group;      // distributed: this process's place; each runs every device
+  // How the gradients travel between the processes (compression.h): bf16 needs a
+  // multi-process job of CPU devices and excludes deterministic mode.
+  Compression compression = Compression::none;
+  // ZeRO stage: 0 off; 1 shards the optimizer state over the job's replicas
+  // (zero_optimizer.h), for which the gradients are reduce-scattered instead of allreduced:
+  // each replica gets the job's sum of its slice only. Not with buckets or CUDA devices.
+  int zero = 0;
   // > 0: deterministic mode with chunks of this many examples (see below); 0: off.
   int64_t deterministic_chunk = 0;
   // Synchronized BatchNorm (DataParallel): the replicas' forwards and backwards sum
@@ -75,6 +85,13 @@ struct ReplicaGroupOptions {
 // What a replica holds that the group keeps equal: parameters (their gradients are
 // allreduced, their initial values broadcast from rank 0) and buffers (averaged after each
 // step, broadcast from rank 0 at the start).
+// Bytes a process's devices have read from the other replicas since the group began: within
+// the process (memory copies between its devices) and between the processes (the network).
+struct WireBytes {
+  size_t within_process = 0;
+  size_t between_processes = 0;
+};
+
 struct ReplicaTensors {
   std::vector<Tensor> params;
   std::vector<Tensor> buffers;
@@ -98,11 +115,13 @@ using ShardForward = std::function<ShardOutput(int device, const Shard& shard)>;
 enum class GradientSync { now, later };
 
 // Throws ConfigError unless `options`' modes go together: `sync_bn`, `deterministic` and
-// gradient buckets exclude one another. Needs no devices, so a front end checks it first.
+// gradient buckets exclude one another; bf16 compression excludes `deterministic`; ZeRO is
+// stage 0 or 1, without buckets. Needs no devices, so a front end checks it first.
 void check_replica_modes(const ReplicaGroupOptions& options);
 
 // Throws ConfigError unless `devices` can form one group under `options` (its modes first): not empty, kinds
-// that train together, one device per process in a multi-process job (device_list.h).
+// that train together (device_list.h); compression in a multi-process job of CPU devices;
+// ZeRO on CPU devices.
 void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options);
 
 class ReplicaGroup {
@@ -168,9 +187,17 @@ class ReplicaGroup {
   const GradientBucketer* bucketer(size_t i) const { return bucketers_.empty() ? nullptr : bucketers_[i].get(); }
   // The names of the job's devices ("cpu:0", or "rank 1 cpu:0" in a multi-process job).
   std::vector<std::string> device_names() const;
+  // This process's communication so far, by level.
+  WireBytes wire_bytes() const;
+  // Device `local` of process p is replica p * devices + local of the job: its rank in
+  // communicator().
+  int global_rank(int local) const { return options_.process_group.rank * pool_.size() + local; }
 
  private:
-  int global_rank(int local) const { return options_.process_group.rank + local; }
+  // Deterministic mode's share of a step for local `device`, in two levels: this
+  // process's shard of the chunks (as with one device per process), cut over its devices
+  // as split_batch cuts a batch. `chunk` = 1 gives the chunk indices, K the rows.
+  data::RowRange device_share(int device, int64_t rows, int64_t chunk) const;
   // The replicas that have examples in a global batch of `examples`.
   int active_replicas(int64_t examples) const;
   void broadcast_from_root();
@@ -182,14 +209,24 @@ class ReplicaGroup {
   int job_replicas() const { return options_.process_group.size() * pool_.size(); }
   void deterministic_step(const std::vector<Shard>& shards, int64_t global_batch, const ShardForward& forward,
                           float gradient_scale, GradientSync sync);
-  void compute_chunks(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward,
-                      float gradient_scale, GradientSync sync);
+  // The chunks' gradient and buffer trees of local `device` (their chunks' forward and backward, one by one).
+  struct DeviceTrees {
+    std::vector<TreeNode> gradients, buffers;
+  };
+  DeviceTrees chunk_trees(int device, const Shard* shard, int64_t global_batch, const ShardForward& forward);
+  // The root sums, on every device: each device's trees summed in the tree's order over
+  // the job (tree_sum), or, with several devices per process, merged within the process
+  // first and summed over the processes (process_tree_sums).
+  void finish_chunks(int device, std::vector<float> gradient, const std::vector<float>& buffers, int64_t chunks,
+                     float gradient_scale, GradientSync sync);
   // The root sum of every rank's tree nodes (tree_allreduce.h), on every rank.
   std::vector<float> tree_sum(int device, const std::vector<TreeNode>& mine, int64_t chunks, size_t values);
+  std::vector<float> process_tree_sum(std::vector<std::vector<TreeNode>> by_device, int64_t chunks, size_t values);
 
   ReplicaGroupOptions options_;
   DevicePool pool_;
   std::shared_ptr<Communicator> comm_;
+  HierarchicalCommunicator* hierarchy_ = nullptr;  // comm_, when processes run several devices
   std::vector<ReplicaTensors> replicas_;
   std::vector<std::vector<float>> flat_buffers_;  // one per device, reused every step
   std::vector<Tensor> ledgers_;                   // one per device, on it (ops/ledger.h)

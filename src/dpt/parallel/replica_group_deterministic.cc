@@ -32,18 +32,46 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
 
 void ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, int64_t global_batch,
                                       const ShardForward& forward, float gradient_scale, GradientSync sync) {
-  pool_.run_all([&](int device) {
-    const Shard* shard = device < static_cast<int>(shards.size()) ? &shards[device] : nullptr;
-    compute_chunks(device, shard, global_batch, forward, gradient_scale, sync);
+  const int64_t chunks = data::chunks_in(global_batch, options_.deterministic_chunk);
+  const auto shard_of = [&](int device) { return device < static_cast<int>(shards.size()) ? &shards[device] : nullptr; };
+  if (hierarchy_ == nullptr) {  // every device's nodes summed over the job's devices
+    pool_.run_all([&](int device) {
+      DeviceTrees trees = chunk_trees(device, shard_of(device), global_batch, forward);
+      const trace::Span span(trace::Phase::tree_sum);  // to the end of the step
+      const ReplicaTensors& replica = replicas_[device];
+      std::vector<float> gradient = tree_sum(device, trees.gradients, chunks, total_values(replica.params));
+      std::vector<float> buffers;
+      if (!replica.buffers.empty()) buffers = tree_sum(device, trees.buffers, chunks, total_values(replica.buffers));
+      finish_chunks(device, std::move(gradient), buffers, chunks, gradient_scale, sync);
+    });
+    return;
+  }
+  // Several devices per process: the devices' nodes merged within the process, the
+  // processes' nodes summed between them, the sums handed to every device.
+  std::vector<DeviceTrees> trees(pool_.size());
+  pool_.run_all([&](int device) { trees[device] = chunk_trees(device, shard_of(device), global_batch, forward); });
+  std::vector<float> gradient, buffers;
+  pool_.run_on(0, [&] {
+    const trace::Span span(trace::Phase::tree_sum);
+    std::vector<std::vector<TreeNode>> gradient_nodes, buffer_nodes;
+    for (DeviceTrees& t : trees) {
+      gradient_nodes.push_back(std::move(t.gradients));
+      buffer_nodes.push_back(std::move(t.buffers));
+    }
+    gradient = process_tree_sum(std::move(gradient_nodes), chunks, total_values(replicas_[0].params));
+    if (!replicas_[0].buffers.empty()) {
+      buffers = process_tree_sum(std::move(buffer_nodes), chunks, total_values(replicas_[0].buffers));
+    }
   });
+  pool_.run_all([&](int device) { finish_chunks(device, gradient, buffers, chunks, gradient_scale, sync); });
 }
 
-void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global_batch,
-                                  const ShardForward& forward, float gradient_scale, GradientSync sync) {
+ReplicaGroup::DeviceTrees ReplicaGroup::chunk_trees(int device, const Shard* shard, int64_t global_batch,
+                                                    const ShardForward& forward) {
   const int64_t chunk = options_.deterministic_chunk;
   const int64_t chunks = data::chunks_in(global_batch, chunk);
-  const data::RowRange mine = data::shard_rows(chunks, job_replicas(), global_rank(device));
-  const data::RowRange rows = data::shard_rows(global_batch, job_replicas(), global_rank(device), chunk);
+  const data::RowRange mine = device_share(device, chunks, 1);
+  const data::RowRange rows = device_share(device, global_batch, chunk);
   const int64_t shard_rows = shard != nullptr ? shard->X.dim(0) : 0;
   if (shard_rows != rows.size()) {
     throw std::logic_error("deterministic step: device " + std::to_string(device) + " got " +
@@ -72,8 +100,12 @@ void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global
     buffer_tree.add_chunk(c, packed(replica.buffers));
     ops::add_step_figures(ledgers_[device], out.loss_sum, out.logits.detach(), part.y);
   }
-  const trace::Span tree_span(trace::Phase::tree_sum);  // to the end of the step
-  std::vector<float> gradient = tree_sum(device, gradient_tree.nodes(), chunks, total_values(replica.params));
+  return {std::move(gradient_tree.nodes()), std::move(buffer_tree.nodes())};
+}
+
+void ReplicaGroup::finish_chunks(int device, std::vector<float> gradient, const std::vector<float>& buffers,
+                                 int64_t chunks, float gradient_scale, GradientSync sync) {
+  const ReplicaTensors& replica = replicas_[device];
   // Gradient accumulation: the earlier steps' tree sums, added in step order.
   std::vector<float>& held = accumulated_[device];
   if (accumulating_) {
@@ -85,11 +117,20 @@ void ReplicaGroup::compute_chunks(int device, const Shard* shard, int64_t global
     held.clear();
     unpack_from_host(gradient, gradients_of(replica.params), gradient_scale);
   }
-  if (!replica.buffers.empty()) {
-    // The running statistics: their mean over the chunks, summed in the same tree.
-    const std::vector<float> buffers = tree_sum(device, buffer_tree.nodes(), chunks, total_values(replica.buffers));
-    unpack_from_host(buffers, replica.buffers, 1.0f / static_cast<float>(chunks));
+  // The running statistics: their mean over the chunks, summed in the same tree.
+  if (!replica.buffers.empty()) unpack_from_host(buffers, replica.buffers, 1.0f / static_cast<float>(chunks));
+}
+
+std::vector<float> ReplicaGroup::process_tree_sum(std::vector<std::vector<TreeNode>> by_device, int64_t chunks,
+                                                  size_t values) {
+  std::vector<TreeNode> nodes;
+  for (std::vector<TreeNode>& device_nodes : by_device) {
+    for (TreeNode& node : device_nodes) nodes.push_back(std::move(node));
   }
+  const ProcessGroup& group = options_.process_group;
+  const data::RowRange mine = data::shard_rows(chunks, group.size(), group.rank);
+  nodes = merge_nodes(std::move(nodes), mine.begin, mine.end, chunks);
+  return tree_allreduce(*group.comm, group.rank, devices()[0], nodes, chunks, values);
 }
 
 std::vector<float> ReplicaGroup::tree_sum(int device, const std::vector<TreeNode>& mine, int64_t chunks,

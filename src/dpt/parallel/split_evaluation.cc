@@ -21,8 +21,8 @@ namespace {
 // Runs on_shard(device, logits, labels) for every local device's shard of every batch of
 // `data`, all devices at once, without gradients. Every device reads its own shard of each
 // test batch with its own loader (the rows split_batch would give it), so the devices run
-// the whole evaluation side by side with no per-batch hand-off. In a multi-process job
-// each process has one device, and the shards are the job's: shard `rank` of `size`.
+// the whole evaluation side by side with no per-batch hand-off. In a multi-process job the
+// shards are the job's: device d of process p reads shard p * devices + d.
 template <typename OnShard>
 void for_each_shard(DevicePool& pool, const ProcessGroup& group, const data::Dataset& data, int64_t batch_size,
                     const DeviceForward& forward, const OnShard& on_shard) {
@@ -44,13 +44,13 @@ void for_each_shard(DevicePool& pool, const ProcessGroup& group, const data::Dat
 // Sums `values` over the processes of a multi-process job: an exact i64 sum (a float one
 // rounds above 2^24 examples). Called from device 0's worker, the thread that takes part
 // in every other collective.
-void sum_over_job(DevicePool& pool, Communicator& comm, const ProcessGroup& group, int64_t* values, size_t count) {
-  if (group.distributed()) pool.run_on(0, [&] { comm.allreduce(group.rank, values, count, ReduceOp::sum); });
+void sum_over_job(DevicePool& pool, const ProcessGroup& group, int64_t* values, size_t count) {
+  if (group.distributed()) pool.run_on(0, [&] { group.comm->allreduce(group.rank, values, count, ReduceOp::sum); });
 }
 
 }  // namespace
 
-int64_t count_correct_split(DevicePool& pool, Communicator& comm, const ProcessGroup& group, const data::Dataset& data,
+int64_t count_correct_split(DevicePool& pool, const ProcessGroup& group, const data::Dataset& data,
                             int64_t batch_size, const DeviceForward& forward) {
   std::vector<int64_t> correct(static_cast<size_t>(pool.size()), 0);
   for_each_shard(pool, group, data, batch_size, forward, [&](int device, const Tensor& logits, const Tensor& labels) {
@@ -58,11 +58,11 @@ int64_t count_correct_split(DevicePool& pool, Communicator& comm, const ProcessG
   });
   int64_t total = 0;
   for (int64_t c : correct) total += c;
-  sum_over_job(pool, comm, group, &total, 1);
+  sum_over_job(pool, group, &total, 1);
   return total;
 }
 
-std::vector<int64_t> confusion_split(DevicePool& pool, Communicator& comm, const ProcessGroup& group,
+std::vector<int64_t> confusion_split(DevicePool& pool, const ProcessGroup& group,
                                      const data::Dataset& data, int64_t batch_size, const DeviceForward& forward,
                                      int64_t classes) {
   const auto cells = static_cast<size_t>(classes * classes);
@@ -87,7 +87,7 @@ std::vector<int64_t> confusion_split(DevicePool& pool, Communicator& comm, const
   for (const std::vector<int64_t>& m : per_device) {
     for (size_t c = 0; c < cells; ++c) total[c] += m[c];
   }
-  sum_over_job(pool, comm, group, total.data(), cells);
+  sum_over_job(pool, group, total.data(), cells);
   return total;
 }
 

@@ -25,16 +25,16 @@ std::vector<Device> devices_for(const std::vector<Device>& devices, int64_t exam
 using DeviceForward = std::function<Tensor(int device, const Tensor& X)>;
 
 // How many examples of `data` the model classifies right, evaluated in batches of
-// `batch_size` without gradients, each batch sharded over the pool's devices (one process)
-// or over the processes of `group` (one device each), the counts summed over all.
-int64_t count_correct_split(DevicePool& pool, Communicator& comm, const ProcessGroup& group, const data::Dataset& data,
+// `batch_size` without gradients, each batch sharded over the pool's devices of every
+// process of `group`, the counts summed over all (by group.comm).
+int64_t count_correct_split(DevicePool& pool, const ProcessGroup& group, const data::Dataset& data,
                             int64_t batch_size, const DeviceForward& forward);
 
 // The confusion matrix of the model over `data`, evaluated exactly as count_correct_split
 // does (the same shards, batches and devices): row-major [classes x classes], entry
 // (true label, predicted class) the number of examples, summed over the whole job. The
 // prediction is the first largest logit, as ops::count_correct takes it.
-std::vector<int64_t> confusion_split(DevicePool& pool, Communicator& comm, const ProcessGroup& group,
+std::vector<int64_t> confusion_split(DevicePool& pool, const ProcessGroup& group,
                                      const data::Dataset& data, int64_t batch_size, const DeviceForward& forward,
                                      int64_t classes);
 

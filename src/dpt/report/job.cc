@@ -21,6 +21,7 @@
 #include "dpt/parallel/device_list.h"
 #include "dpt/parallel/mpi_communicator.h"
 #include "dpt/parallel/process_group.h"
+#include "dpt/parallel/zero_optimizer.h"
 #include "dpt/report/console_reporter.h"
 #include "dpt/train/stop_request.h"
 #include "dpt/report/svg.h"
@@ -116,8 +117,14 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   const std::string placement =
       group.distributed() ? std::to_string(group.size()) + " MPI processes with " + device_list_str(devices) + " each"
                           : device_list_str(devices);
-  const std::string allreduce = (group.distributed() ? group.comm->name() : job.allreduce) +
-                                (job.bucket_mb > 0 ? ", " + std::to_string(job.bucket_mb) + " MiB buckets" : "");
+  const std::string allreduce =
+      (devices.size() > 1 && group.distributed() ? group.comm->name() + " between processes, " + job.allreduce +
+                                                       " within each"
+       : group.distributed()                      ? group.comm->name()
+                                                  : job.allreduce) +
+      (job.bucket_mb > 0 ? ", " + std::to_string(job.bucket_mb) + " MiB buckets" : "") +
+      (job.grad_compression != "none" ? ", gradients in " + job.grad_compression + " between processes" : "") +
+      (job.zero == 1 ? ", optimizer state sharded (zero 1)" : "");
   std::printf(
       "training %s (%s API) on %s (%d thread%s per device, allreduce %s): %lld train / %lld test images "
       "from %s, batch %lld, lr %g, %d epochs%s%s\n",
@@ -157,12 +164,16 @@ int train_job(JobConfig& job, const std::vector<Device>& devices, const parallel
   nn::init_weights(*net, nn::parse_init(job.init), job.seed);
   parallel::DataParallel parallel_net(std::move(net), devices, scratch.engine);
   const std::unique_ptr<optim::Optimizer> optimizer =
-      optim::make_optimizer(job.optimizer, parallel_net.replica_parameters(), optimizer_settings(job));
+      parallel::make_replica_optimizer(parallel_net.group(), job.optimizer, optimizer_settings(job));
   const TrainHistory history =
       train::train(parallel_net, *optimizer, train_data, test_data, scratch.training, reporter.epoch_callback(),
                    reporter.step_callback());
   const EpochStats& last = history.epochs.back();
   std::printf("loss %.3f, train acc %.3f, test acc %.3f\n", last.train_loss, last.train_acc, last.test_acc);
+  if (const auto* zero = dynamic_cast<const parallel::ZeroOptimizer*>(optimizer.get())) {
+    std::printf("zero 1: optimizer state %.3f MB in this process, %.3f MB unsharded\n",
+                static_cast<double>(zero->state_bytes()) / 1e6, static_cast<double>(zero->unsharded_state_bytes()) / 1e6);
+  }
   std::printf("%.1f examples/sec on %s\n", history.examples_per_sec, placement.c_str());
   return 0;
 }

@@ -108,6 +108,8 @@ void MetricsWriter::write(const EpochStats& stats, const std::vector<std::string
   line["seconds"] = stats.seconds;
   line["examples_per_sec"] = stats.examples_per_sec;
   line["eval_seconds"] = stats.eval_seconds;
+  line["bytes_within_process"] = stats.bytes_within_process;
+  line["bytes_between_processes"] = stats.bytes_between_processes;
   line["devices"] = devices;
   const std::string text = line.dump() + "\n";
   errno = 0;

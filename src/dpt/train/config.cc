@@ -70,6 +70,9 @@ void validate(const JobConfig& job) {
   check_epochs(job.epochs);
   optim::check_schedule({optim::parse_schedule(job.lr_schedule), job.warmup_epochs}, job.epochs);
   check_accumulate(job.accumulate);
+  if (job.zero == 1 && job.api != "concise") {
+    throw ConfigError("zero", "`zero` 1 needs `api` concise: the lesson's sgd keeps no state to shard");
+  }
   if (job.sync_bn) {
     if (job.api != "concise") {
       throw ConfigError("sync_bn", "`sync_bn` needs `api` concise (the from-scratch LeNet has no BatchNorm)");
@@ -100,6 +103,8 @@ void validate(const JobConfig& job) {
   modes.bucket_mb = job.bucket_mb;
   modes.deterministic_chunk = deterministic_chunk(job);
   modes.sync_bn = job.sync_bn;
+  modes.compression = parallel::parse_compression(job.grad_compression);
+  modes.zero = job.zero;
   parallel::check_replica_modes(modes);
   if (job.deterministic && job.chunk_size < 1) {
     throw ConfigError("chunk_size", "`chunk_size` must be at least 1, got " + std::to_string(job.chunk_size));
@@ -118,6 +123,8 @@ parallel::ReplicaGroupOptions engine_options(const JobConfig& job, const paralle
   engine.process_group = group;
   engine.deterministic_chunk = deterministic_chunk(job);
   engine.sync_bn = job.sync_bn;
+  engine.compression = parallel::parse_compression(job.grad_compression);
+  engine.zero = job.zero;
   engine.loss = nn::make_loss(loss_settings(job));
   engine.execution = execution_options(job);
   return engine;

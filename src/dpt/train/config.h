@@ -4,8 +4,7 @@
 // messages that spell settings as backquoted field names ("`batch_size` 0 ..."), which a
 // front end rewrites into its own names (the CLI: its flags).
 //
-// The rules about placing work on devices (one device per process in a multi-process job,
-// a batch no smaller than the devices, the kinds of devices that train together) are
+// The rules about placing work on devices (a batch no smaller than the job's devices, the kinds of devices that train together) are
 // stated in parallel/device_list.h, where the engines below train/ can call them too;
 // validate() here applies them to a configuration.
 #pragma once
@@ -67,8 +66,10 @@ struct JobConfig {
   bool resume = false;
   bool resume_if_any = false;    // resume, or start from the first step when no checkpoint is found
   std::string on_nan = "stop";   // kOnNans
-  std::string dist = "none";     // kDists: mpi is one process per device, started by mpirun
+  std::string dist = "none";     // kDists: mpi is one process per host (or device), started by mpirun
   double bucket_mb = 0;
+  std::string grad_compression = "none";  // parallel::parse_compression: how gradients travel between processes
+  int zero = 0;                           // concise API: 1 shards the optimizer state (parallel/zero_optimizer.h)
   double collective_timeout = 300;  // seconds; dist mpi only
   std::string precision = "fp32";   // ops::kConvPrecisions
   std::string conv_algorithm = "winograd";  // ops::kConvAlgorithms: the CPU's 3x3 stride-1 convolutions

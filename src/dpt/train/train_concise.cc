@@ -31,6 +31,7 @@ class DataParallelTrainable : public Trainable {
   }
   int64_t deterministic_chunk() const override { return net_.group().options().deterministic_chunk; }
   const parallel::ProcessGroup& process_group() const override { return net_.process_group(); }
+  parallel::WireBytes wire_bytes() const override { return net_.group().wire_bytes(); }
   int agree_on_stop(int signal) override { return parallel::agree_on_stop(net_.process_group(), signal); }
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override {
     std::vector<std::pair<std::string, Tensor>> grads;
@@ -48,6 +49,7 @@ class DataParallelTrainable : public Trainable {
   }
 
   void save_state(checkpoint::Checkpoint& into) const override {
+    optimizer_.gather_state();  // a sharded optimizer's collective: every rank is here
     const nn::Module& first = net_.replica(0);
     const auto params = first.named_parameters();
     for (const auto& [name, t] : params) into.params.push_back(checkpoint::to_named(name, t));

@@ -60,6 +60,7 @@ class ScratchTrainer : public Trainable {
   std::pair<int64_t, int64_t> data_shard() const override;
   int64_t deterministic_chunk() const override { return config_.engine.deterministic_chunk; }
   const parallel::ProcessGroup& process_group() const override { return config_.engine.process_group; }
+  parallel::WireBytes wire_bytes() const override { return group_.wire_bytes(); }
   int agree_on_stop(int signal) override;
   std::vector<std::pair<std::string, Tensor>> named_gradients() const override;
   void apply_update() override;

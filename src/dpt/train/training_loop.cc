@@ -129,8 +129,9 @@ class Checkpointer {
   }
 
   // The new file's path; empty where another process (rank 0) writes the checkpoints.
+  // Every process calls it: save_state may be a collective (a sharded optimizer gathers
+  // its state).
   std::filesystem::path save(const LoopState& state) const {
-    if (!writes_) return {};
     checkpoint::Checkpoint c;
     c.model = settings_.model;
     c.seed = settings_.seed;
@@ -148,6 +149,7 @@ class Checkpointer {
     c.epoch_seconds = state.epoch_seconds;
     c.history = state.history;
     model_.save_state(c);
+    if (!writes_) return {};
     const trace::Span span(trace::Phase::checkpoint);
     return checkpoint::save(dir_, c, run_.keep_checkpoints);
   }
@@ -255,6 +257,7 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     loader.seek(epoch, state.position.batch_offset);
     Timer timer;
     timer.start();
+    const parallel::WireBytes wire_at_start = model.wire_bytes();
     data::Batch batch;
     while (true) {
       // One update: `accumulate` micro-batches (fewer at the end of the epoch), the
@@ -313,6 +316,9 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
     const double seconds = timer.stop();
     result.train_seconds += seconds;
     EpochStats stats = epoch_stats(static_cast<int>(epoch + 1), state.epoch_sum, state.epoch_seconds + seconds);
+    const parallel::WireBytes wire = model.wire_bytes();
+    stats.bytes_within_process = static_cast<int64_t>(wire.within_process - wire_at_start.within_process);
+    stats.bytes_between_processes = static_cast<int64_t>(wire.between_processes - wire_at_start.between_processes);
     model.set_training(false);
     Timer eval_timer;
     {

@@ -59,6 +59,9 @@ class Trainable {
     static const parallel::ProcessGroup none;
     return none;
   }
+  // The bytes this process's devices have received from the other replicas so far, by
+  // level (within the process, between processes): the metrics' per-epoch wire volume.
+  virtual parallel::WireBytes wire_bytes() const { return {}; }
   // The stop request every process acts on after this step: in a multi-process job, one
   // process's SIGINT/SIGTERM stops them all after the same step.
   virtual int agree_on_stop(int signal) { return signal; }
@@ -78,7 +81,9 @@ class Trainable {
   virtual double evaluate(const data::Dataset& data, int64_t batch_size) = 0;
   virtual void set_training(bool /*on*/) {}
   virtual std::vector<std::string> device_names() const = 0;
-  // Parameters, buffers and optimizer state into / out of a checkpoint.
+  // Parameters, buffers and optimizer state into / out of a checkpoint. save_state is a
+  // collective in a multi-process job (a sharded optimizer gathers its state): every
+  // process calls it, writer or not.
   virtual void save_state(checkpoint::Checkpoint& into) const = 0;
   virtual void load_state(const checkpoint::Checkpoint& from, const std::string& source) = 0;
 };
