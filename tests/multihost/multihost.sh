@@ -63,10 +63,8 @@ echo "multihost (a): 3 hosts equal 3 devices bit for bit ($(digests "$(newest "$
 
 # (c) latency and loss between every pair of hosts: slower, the same bits. With sch_netem
 # in the kernel, netem on every host's link; without it (some VM kernels), the switch
-# routes every host-to-host packet through a TUN device instead of bridging it, and
-# netem_relay.py, a user-space netem, delays and drops them there (policy routing: a
-# packet from a host's port goes to the TUN device, the relay writes it back, and from the
-# TUN device it is routed to the destination's port; proxy ARP answers for the hosts).
+# routes every host-to-host packet through a TUN device (route_through_relay,
+# netns_hosts.sh), and netem_relay.py, a user-space netem, delays and drops them there.
 delay_ms=5 jitter_ms=2 loss_percent=2
 relay_pid=
 if in_ns h1 tc qdisc add dev eth0 root netem delay ${delay_ms}ms ${jitter_ms}ms loss ${loss_percent}% 2>/dev/null; then
@@ -75,34 +73,14 @@ if in_ns h1 tc qdisc add dev eth0 root netem delay ${delay_ms}ms ${jitter_ms}ms 
   unshape() { for h in "${hosts[@]}"; do in_ns "$h" tc qdisc del dev eth0 root; done; }
 else
   shaping="netem_relay.py (this kernel has no sch_netem): delay ${delay_ms} ms +- ${jitter_ms} ms, loss ${loss_percent}% on every packet between hosts"
-  in_ns sw ip tuntap add dev tun0 mode tun
-  in_ns sw ip link set tun0 up
-  in_ns sw sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.tun0.rp_filter=0
-  in_ns sw ip route add default dev tun0 table 100
-  i=0
-  for h in "${hosts[@]}"; do
-    i=$((i + 1))
-    in_ns sw ip link set "p$h" nomaster
-    in_ns sw sysctl -qw "net.ipv4.conf.p$h.proxy_arp=1" "net.ipv4.conf.p$h.rp_filter=0"
-    in_ns sw ip route add "10.77.0.1$i/32" dev "p$h"
-    in_ns sw ip rule add iif "p$h" lookup 100 pref 100
-    in_ns "$h" ip neigh flush dev eth0
-  done
+  route_through_relay
   # Not through in_ns (a function: $! would be a subshell's, and the relay would outlive it).
   ip netns exec "$prefix-sw" python3 "$here/netem_relay.py" --dev tun0 --delay-ms $delay_ms --jitter-ms $jitter_ms \
     --loss-percent $loss_percent 2>"$work/c_relay.log" &
   relay_pid=$!
   unshape() {
     kill "$relay_pid" && wait "$relay_pid" || true
-    local i=0 h
-    for h in "${hosts[@]}"; do
-      i=$((i + 1))
-      in_ns sw ip rule del iif "p$h" lookup 100 pref 100
-      in_ns sw ip route del "10.77.0.1$i/32" dev "p$h"
-      in_ns sw ip link set "p$h" master br0
-      in_ns "$h" ip neigh flush dev eth0
-    done
-    in_ns sw ip link del tun0
+    route_directly
   }
 fi
 t0=$(now)
