@@ -15,6 +15,7 @@ struct Wire {
   DType type() const { return compression == Compression::bf16 ? DType::bf16 : DType::f32; }
   size_t bytes(size_t count) const { return count * dtype_size(type()); }
   void encode(const float* from, size_t count, std::byte* to) const {
+    if (count == 0) return;  // `to` may be an empty vector's null data(), which memcpy may not take
     if (compression == Compression::none) {
       std::memcpy(to, from, count * sizeof(float));
       return;
