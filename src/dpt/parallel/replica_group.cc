@@ -214,9 +214,11 @@ void ReplicaGroup::step(const std::vector<Shard>& shards, int64_t global_batch, 
 
 void ReplicaGroup::check_finite(int64_t tag) {
   pool_.run_all([&](int device) {
+    // After an allreduce every replica holds the same gradient: device 0's says it all.
+    // After ZeRO's reduce-scatter each holds the job's sum of its own slice only.
     std::vector<Tensor> grads;
-    if (device == 0) {
-      for (const Tensor& p : replicas_[0].params) grads.push_back(p.grad());
+    if (device == 0 || options_.zero == 1) {
+      for (const Tensor& p : replicas_[device].params) grads.push_back(p.grad());
     }
     ops::record_non_finite(ledgers_[device], tag, grads);
   });

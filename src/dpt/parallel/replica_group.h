@@ -149,7 +149,8 @@ class ReplicaGroup {
             float gradient_scale, GradientSync sync = GradientSync::now);
   // Records in the ledgers, on the devices, whether the update whose gradients the last
   // GradientSync::now step left (tagged `tag` > 0) holds a non-finite loss (any device's)
-  // or gradient (device 0's: after the allreduce all replicas hold the same).
+  // or gradient (device 0's: after the allreduce all replicas hold the same; every
+  // device's with ZeRO, where each holds the sum of its own slice).
   void check_finite(int64_t tag);
   // The job's figures of every step since the last read and the first non-finite update
   // check_finite recorded since then; zeroes the ledgers. Waits for the devices; a
