@@ -73,11 +73,16 @@ void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& 
   kernels.unpack(device_flat, tensors, scale);
 }
 
-void reduce_scatter_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
-                              std::vector<float>& flat_buffer, float scale, Compression compression) {
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
   std::vector<Tensor> grads;
   grads.reserve(params.size());
   for (const Tensor& p : params) grads.push_back(p.ensure_grad());
+  return grads;
+}
+
+void reduce_scatter_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
+                              std::vector<float>& flat_buffer, float scale, Compression compression) {
+  const std::vector<Tensor> grads = gradients_of(params);
   pack_to_host(grads, flat_buffer);
   reduce_scatter_sum(comm, rank, flat_buffer.data(), flat_buffer.size(), compression);
   unpack_from_host(flat_buffer, grads, scale);
@@ -85,9 +90,7 @@ void reduce_scatter_gradients(Communicator& comm, int rank, const std::vector<Te
 
 void allreduce_gradients(Communicator& comm, int rank, const std::vector<Tensor>& params,
                          std::vector<float>& flat_buffer, float scale, Compression compression) {
-  std::vector<Tensor> grads;
-  grads.reserve(params.size());
-  for (const Tensor& p : params) grads.push_back(p.ensure_grad());
+  const std::vector<Tensor> grads = gradients_of(params);
   allreduce_tensors(comm, rank, grads, flat_buffer, scale, compression);
 }
 

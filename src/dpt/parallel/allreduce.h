@@ -21,6 +21,10 @@ void pack_to_host(const std::vector<Tensor>& tensors, std::vector<float>& flat);
 size_t total_values(const std::vector<Tensor>& tensors);
 void unpack_from_host(const std::vector<float>& flat, const std::vector<Tensor>& tensors, float scale);
 
+// The gradients of `params`, a zero one created for a parameter without one, so that every
+// rank packs the same buffer size.
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& params);
+
 // Sums `tensors` elementwise over all ranks with `comm` (the values travelling as
 // `compression` says: Communicator::allreduce_compressed) and multiplies the sums by `scale`:
 // the tensors are packed into one flat buffer on their device, so a whole model costs one

@@ -23,11 +23,6 @@ std::vector<float> packed(const std::vector<Tensor>& tensors) {
   return flat;
 }
 
-std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
-  std::vector<Tensor> grads;
-  for (const Tensor& p : params) grads.push_back(p.ensure_grad());
-  return grads;
-}
 }  // namespace
 
 void ReplicaGroup::deterministic_step(const std::vector<Shard>& shards, int64_t global_batch,

@@ -16,11 +16,6 @@ std::vector<std::vector<Tensor>> replica_params_of(const ReplicaGroup& group) {
   return params;
 }
 
-std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
-  std::vector<Tensor> grads;
-  for (const Tensor& p : params) grads.push_back(p.ensure_grad());
-  return grads;
-}
 
 void copy_range(const float* from, size_t count, float* to) { std::copy(from, from + count, to); }
 }  // namespace
