@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks what `dptrain train --trace FILE.json` promises about FILE.json and its timeline.
 
-usage: check_trace.py TRACE.json --processes P --devices D --steps S [--buckets] [--deterministic]
+usage: check_trace.py TRACE.json --processes P --devices D --steps S [--buckets] [--chunks K] [--zero]
 
 - the file parses as a Chrome trace: {"traceEvents": [...]}, complete events ("ph": "X")
   with name, cat, pid, tid, ts and dur >= 0;
@@ -13,6 +13,10 @@ usage: check_trace.py TRACE.json --processes P --devices D --steps S [--buckets]
 - --buckets: every device's bucket allreduces run on its own communication lane, and on
   every device at least one overlaps that device's backward (communication during compute);
   without it: one allreduce per step on the device lane;
+- under --dist mpi with several devices per process: every device's allreduces hold a
+  `within process` span, and device 0's a `between processes` one too;
+- --zero: every update of every device holds one `gather parameters` span (ZeRO-1's
+  all-gather of the updated slices);
 - FILE.timeline.svg parses as XML and draws a lane per device.
 Prints "PASS: ..." and exits 0, or the first failure and exits 1.
 """
@@ -54,6 +58,7 @@ def main():
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--chunks", type=int, default=0, help="deterministic: chunks per step, over the job")
     parser.add_argument("--buckets", action="store_true")
+    parser.add_argument("--zero", action="store_true", help="--zero 1: a parameter gather inside every update")
     args = parser.parse_args()
 
     with open(args.trace) as f:
@@ -110,6 +115,19 @@ def main():
                 print(f"{where}: {during} of {len(buckets)} bucket allreduces overlap backward")
             elif count[(pid, device_lane, "allreduce")] != args.steps:
                 fail(f"{where}: {count[(pid, device_lane, 'allreduce')]} allreduces, expected {args.steps}")
+            if args.processes > 1 and args.devices > 1:
+                levels = ["within process"] + (["between processes"] if d == 0 else [])
+                for level in levels:
+                    if count[(pid, device_lane, level)] < args.steps:
+                        fail(f"{where}: {count[(pid, device_lane, level)]} '{level}' spans in {args.steps} steps")
+            if args.zero:
+                updates = [s for s in lanes[(pid, device_lane)] if s["name"] == "update"]
+                gathers = [s for s in lanes[(pid, device_lane)] if s["name"] == "gather parameters"]
+                inside = sum(any(u["ts"] <= g["ts"] and g["ts"] + g["dur"] <= u["ts"] + u["dur"] + EPS
+                                 for u in updates) for g in gathers)
+                if len(gathers) != args.steps or inside != args.steps:
+                    fail(f"{where}: {len(gathers)} parameter gathers, {inside} inside an update, expected "
+                         f"{args.steps}")
 
     svg_file = args.trace[:-len(".json")] + ".timeline.svg"
     svg = ET.parse(svg_file).getroot()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # --trace end to end: on 2 devices with gradient buckets, on 2 devices in deterministic
-# mode and on 1 device, the Chrome trace and its timeline hold what check_trace.py checks
-# (spans nest per lane, every device traced, bucket allreduces overlapping backward), and
-# the timeline renders to PNG with rsvg-convert.
+# mode and on 1 device (under a launcher: 2 processes with buckets, and 2 processes of 2
+# devices with --zero 1), the Chrome trace and its timeline hold what check_trace.py
+# checks (spans nest per lane, every device traced, bucket allreduces overlapping
+# backward, both levels of a two-level allreduce, ZeRO-1's parameter gathers), and the
+# timeline renders to PNG with rsvg-convert.
 #   usage: trace.sh DPTRAIN DATA_DIR WORK_DIR [LAUNCHER...]   (LAUNCHER: mpirun -np 2 ...)
 set -euo pipefail
 dptrain=${1:?usage: trace.sh DPTRAIN DATA_DIR WORK_DIR [LAUNCHER...]}
@@ -29,7 +31,10 @@ traced() {  # NAME CHECK_ARGS -- TRAIN_ARGS...
 if [[ $# -gt 0 ]]; then  # under a launcher: 2 processes, one device each
   traced mpi_buckets "--processes 2 --devices 1 --steps 8 --buckets" -- \
     "$@" "$dptrain" train --dist mpi --devices cpu:1 --bucket-mb 0.05 "${common[@]}"
-  echo "PASS: --trace under MPI: both ranks traced, buckets overlap backward on each"
+  traced mpi_two_levels_zero "--processes 2 --devices 2 --steps 8 --zero" -- \
+    "$@" "$dptrain" train --dist mpi --devices cpu:2 --api concise --zero 1 "${common[@]}"
+  echo "PASS: --trace under MPI: both ranks traced, buckets overlap backward on each; with 2 devices per" \
+    "process both levels of every allreduce and ZeRO-1's parameter gathers are traced"
   exit 0
 fi
 traced buckets "--processes 1 --devices 2 --steps 8 --buckets" -- \

@@ -65,6 +65,7 @@ const char* phase_name(Phase phase) {
     case Phase::tree_sum: return "tree sum";
     case Phase::within_process: return "within process";
     case Phase::between_processes: return "between processes";
+    case Phase::gather_parameters: return "gather parameters";
   }
   return "?";
 }
@@ -79,7 +80,8 @@ Category phase_category(Phase phase) {
     case Phase::buffers:
     case Phase::tree_sum:
     case Phase::within_process:
-    case Phase::between_processes: return Category::communication;
+    case Phase::between_processes:
+    case Phase::gather_parameters: return Category::communication;
     default: return Category::host;
   }
 }

@@ -33,6 +33,7 @@ enum class Phase {
   tree_sum,          // device: deterministic mode's exchange of tree nodes and fixed-order sum
   within_process,    // device: a collective's level among the devices of one process
   between_processes, // device 0: a collective's level among the processes (the network)
+  gather_parameters, // device: ZeRO-1's all-gather of the updated slices, inside its update
 };
 enum class Category { host, compute, communication };
 const char* phase_name(Phase phase);

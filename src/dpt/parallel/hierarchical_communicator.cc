@@ -93,6 +93,9 @@ void HierarchicalCommunicator::alltoall(int rank, const std::vector<Block>& send
     within_->abort(e.what());  // nobody has published yet: the others wait in the first barrier
     throw;
   }
+  // Every device waits within the process while device 0 moves the blocks (its moves
+  // between the processes nest inside).
+  const trace::Span span(trace::Phase::within_process);
   sends_[device] = &send;
   receives_[device] = &receive;
   within_->barrier(device);  // every device's blocks are published

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "dpt/core/trace.h"
 #include "dpt/parallel/allreduce.h"
 #include "dpt/parallel/sharded_collectives.h"
 
@@ -60,7 +61,10 @@ void ZeroOptimizer::step() {
     shards_[d]->set_lr(lr());
     shards_[d]->step();
     copy_range(mine.data<float>(), slice.size(), flat.data() + slice.begin);
-    all_gather(group_.communicator(), group_.global_rank(d), flat.data(), flat.size(), Compression::none);
+    {
+      const trace::Span span(trace::Phase::gather_parameters);
+      all_gather(group_.communicator(), group_.global_rank(d), flat.data(), flat.size(), Compression::none);
+    }
     unpack_from_host(flat, params, 1.0f);
   });
 }
