@@ -73,6 +73,14 @@ void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& 
   kernels.unpack(device_flat, tensors, scale);
 }
 
+void broadcast_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors, std::vector<float>& flat,
+                       int root) {
+  if (total_values(tensors) == 0) return;
+  pack_to_host(tensors, flat);
+  comm.broadcast(rank, flat.data(), flat.size(), root);
+  unpack_from_host(flat, tensors, 1.0f);
+}
+
 std::vector<Tensor> gradients_of(const std::vector<Tensor>& params) {
   std::vector<Tensor> grads;
   grads.reserve(params.size());

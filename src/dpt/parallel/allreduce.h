@@ -34,6 +34,12 @@ void allreduce_tensors(Communicator& comm, int rank, const std::vector<Tensor>& 
                        std::vector<float>& flat_buffer, float scale = 1.0f,
                        Compression compression = Compression::none);
 
+// Every rank's `tensors` take rank `root`'s values, in one broadcast of the packed buffer
+// over a host communicator (`flat`, as in allreduce_tensors, holds the host copy): how the
+// processes of a job start from the same parameters, on CPUs or GPUs.
+void broadcast_tensors(Communicator& comm, int rank, const std::vector<Tensor>& tensors, std::vector<float>& flat,
+                       int root);
+
 // What each device's worker calls after its backward(): allreduce_tensors over the
 // gradients of `params`. A parameter without a gradient gets a zero one first, so every
 // rank passes the same buffer size.

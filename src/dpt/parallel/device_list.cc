@@ -38,18 +38,13 @@ void check_cuda_present(const Device& device, int cuda_device_count) {
 }
 }  // namespace
 
-void check_devices_for_training(const std::vector<Device>& devices, const ProcessGroup& group, double bucket_mb) {
+void check_devices_for_training(const std::vector<Device>& devices, double bucket_mb) {
   bool any_gpu = false, any_cpu = false;
   for (const Device& d : devices) (d.kind == Device::Kind::cuda ? any_gpu : any_cpu) = true;
   if (!any_gpu) return;
   if (any_cpu) {
     throw ConfigError("devices", "`devices` " + device_list_str(devices) +
                                      " mixes CPU and CUDA devices; train on one kind at a time");
-  }
-  if (group.distributed()) {
-    throw ConfigError("dist",
-                      "`dist` mpi with CUDA devices is not supported yet: GPUs train in one process, over NCCL "
-                      "(`devices` cuda:0,cuda:1,...)");
   }
   if (bucket_mb > 0) {
     throw ConfigError("bucket_mb",

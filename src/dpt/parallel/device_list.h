@@ -25,9 +25,9 @@ std::vector<Device> parse_device_list(std::string_view text, int cuda_device_cou
 std::vector<Device> cpu_devices(int count);
 
 // Throws ConfigError when `devices` cannot train together: CPU and CUDA devices
-// mixed in one list, or CUDA devices with what only the host path has yet (a multi-process
-// job, gradient buckets: bucket_mb > 0).
-void check_devices_for_training(const std::vector<Device>& devices, const ProcessGroup& group, double bucket_mb);
+// mixed in one list, or CUDA devices with what only the host path has yet (gradient
+// buckets: bucket_mb > 0).
+void check_devices_for_training(const std::vector<Device>& devices, double bucket_mb);
 
 // Every device (of every process of a job) needs at least one example of each global batch:
 // throws ConfigError (`batch_size`) for a batch smaller than the job's devices.

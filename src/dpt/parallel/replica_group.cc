@@ -51,7 +51,7 @@ void check_replica_modes(const ReplicaGroupOptions& options) {
 void check_replica_devices(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
   check_replica_modes(options);
   if (devices.empty()) throw ConfigError("devices", "`devices` names no device");
-  check_devices_for_training(devices, options.process_group, options.bucket_mb);
+  check_devices_for_training(devices, options.bucket_mb);
   if (options.compression != Compression::none && !options.process_group.distributed()) {
     throw ConfigError("grad_compression",
                       "`grad_compression` bf16 compresses the gradients that travel between processes, and one "
@@ -88,14 +88,16 @@ ops::ExecutionOptions execution_for(const ReplicaGroupOptions& options) {
 
 namespace {
 // One process: its devices' communicator. Several: the processes' communicator, or with
-// several devices per process the two levels of both.
+// several devices per process the two levels of both. The processes' communicator sums
+// host memory, so under it the devices of a process sum on the host too (the in-process
+// `allreduce` algorithm, GPUs included: their gradients cross to the host once per step).
 std::shared_ptr<Communicator> communicator_for(const std::vector<Device>& devices, const ReplicaGroupOptions& options) {
   check_replica_devices(devices, options);
   const ProcessGroup& group = options.process_group;
   if (!group.distributed()) return make_communicator(devices, options.allreduce);
   if (devices.size() == 1) return group.comm;
-  return std::make_shared<HierarchicalCommunicator>(make_communicator(devices, options.allreduce), group.comm,
-                                                    group.rank);
+  return std::make_shared<HierarchicalCommunicator>(
+      make_in_process_communicator(options.allreduce, static_cast<int>(devices.size())), group.comm, group.rank);
 }
 }  // namespace
 
@@ -133,7 +135,7 @@ ReplicaGroup::~ReplicaGroup() { bucketers_.clear(); }
 void ReplicaGroup::broadcast_from_root() {
   pool_.run_all([&](int device) {
     for (const auto* list : {&replicas_[device].params, &replicas_[device].buffers}) {
-      for (const Tensor& t : *list) comm_->broadcast(global_rank(device), t.data<float>(), t.numel(), 0);
+      broadcast_tensors(*comm_, global_rank(device), *list, flat_buffers_[device], 0);
     }
   });
 }
