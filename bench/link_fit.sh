@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Fits latency alpha and inverse bandwidth beta of shaped links between namespace hosts (the
 # multi-host harness, tests/multihost/netns_hosts.sh): for every link setting, runs
-# bench/link_sweep (dptrain's own MPI ring allreduce, message sizes 1 KB .. 64 MB) on 2
-# hosts under mpirun and fits t(n) = 2(N-1)(alpha + n beta / N) by least squares
+# bench/link_sweep (dptrain's own MPI ring allreduce, message sizes 1 KB .. 64 MB by
+# --factor, each after --gap-ms of idle link, as a training step sends after computing) on
+# 2 hosts under mpirun and fits t(n) = 2(N-1)(alpha + n beta / N) by least squares
 # (bench/step_model.py fit; weights 1/t^2, so every size counts by its relative error).
-# Prints the table (link, alpha in us, beta as effective Gbit/s, residuals) and writes
-# OUT/links.json for bench/step_model.py and bench/model_check.sh.
+# Prints the table (link, alpha in us, beta as effective Gbit/s, residuals), the tbf links'
+# token buckets, and writes OUT/links.json for bench/step_model.py and bench/model_check.sh.
 #
 # Link settings (each host's eth0 egress shaped, as a NIC of that rate would be):
 #   memory         not between hosts: 2 ranks on this machine over shared memory (Open MPI's
@@ -18,13 +19,14 @@
 #                  bandwidth limit too (a Python loop), which the fit measures
 #
 #   bench/link_fit.sh [--build DIR] [--out DIR] [--links "unshaped tbf-1gbit ..."] [--reps 7] [--budget 4]
+#                     [--gap-ms 20] [--factor 2]
 #   (root; needs ip, tc, unshare, mpirun; exit 77 = skipped, as the multihost tests)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build
 out=$root/bench_out/link_fit
 links="memory unshaped tbf-10gbit tbf-1gbit tbf-100mbit tbf-100mbit+delay-2ms relay+delay-1ms"
-reps=7 budget=4 order=--descending gap_ms=0
+reps=7 budget=4 order=--descending gap_ms=20 factor=2
 while (($#)); do
   case $1 in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -33,6 +35,7 @@ while (($#)); do
     --reps) reps=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --gap-ms) gap_ms=$2; shift 2 ;;
+    --factor) factor=$2; shift 2 ;;
     *) echo "link_fit: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -60,7 +63,7 @@ for setting in $links; do
     # devices inside one process (--devices cpu:D under --dist mpi).
     timeout --kill-after=10 300 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
       --mca btl self,vader --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=1 \
-      "$sweep" $order --gap-ms "$gap_ms" --reps "$reps" --budget "$budget" --json "$out/sweep-$setting.jsonl" \
+      "$sweep" $order --factor "$factor" --gap-ms "$gap_ms" --reps "$reps" --budget "$budget" --json "$out/sweep-$setting.jsonl" \
       >"$out/sweep-$setting.log" 2>&1 || status=$?
   else
     shape "$setting"
@@ -68,7 +71,7 @@ for setting in $links; do
     # and every "host" shares this machine's cores.
     in_ns sw unshare --uts sh -c 'hostname switch && exec "$@"' sh \
       timeout --kill-after=10 300 mpirun --hostfile "$work/hostfile" -np "${#hosts[@]}" --bind-to none \
-      "${mpirun_netns_args[@]}" "$sweep" $order --gap-ms "$gap_ms" --reps "$reps" --budget "$budget" --json "$out/sweep-$setting.jsonl" \
+      "${mpirun_netns_args[@]}" "$sweep" $order --factor "$factor" --gap-ms "$gap_ms" --reps "$reps" --budget "$budget" --json "$out/sweep-$setting.jsonl" \
       >"$out/sweep-$setting.log" 2>&1 || status=$?
     unshape
   fi

@@ -13,9 +13,9 @@
 #             the divergence guard), the median over the steps after the first epoch; the
 #             median of 2 runs (ResNet-18: 1). (The epochs' seconds / steps from --metrics
 #             are kept beside it in results.jsonl: they agree to a few %.)
-#   C_run     the compute of the same steps: per rank, the iteration minus W, the time from
-#             the end of backward to the end of the step's last gradient-communication span
-#             (`allreduce`, `bucket allreduce`, `buffers`); the largest over the ranks (the
+#   C_run     the compute of the same steps: per rank, the iteration minus W, the time after
+#             the end of backward covered by communication spans (`allreduce`, `bucket
+#             allreduce`, `buffers`, `gather parameters`, ...); the largest over the ranks (the
 #             ring waits for the slowest), median over the steps. Measured in the run
 #             itself, so the other work on this shared machine weighs on it as on T. It
 #             contains what the trace does not mark as communication (the step's small
@@ -29,10 +29,10 @@
 #             moments it and the runs are measured.
 #   predicted python3 bench/step_model.py predict with C, the model's parameter list, the
 #             bucket size, the compression and ZeRO, and the link: "pred" = C_run with
-#             alpha/beta refitted on the sweep sizes within a factor 4 of each message
-#             (local; the links' bandwidth depends on the message size, bench/README.md),
+#             the local link model (a tbf link's token bucket, the other links' sweep at
+#             the same bytes per host; bench/README.md),
 #             "pred_glob" = C_run with the link's one fitted alpha/beta, "pred_ref" = C_ref
-#             with the local alpha/beta.
+#             with the local link model.
 # Prints one line per configuration (measured, compute, both predictions, errors) and writes
 # OUT/results.jsonl. The machine is shared: the load average is printed with every line.
 #
@@ -234,8 +234,8 @@ done
 python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-for kind, what in (("local", "C from the run, local alpha/beta"), ("global", "C from the run, the link's one alpha/beta"),
-                   ("ref", "C from the separate no-communication runs, local alpha/beta")):
+for kind, what in (("local", "C from the run, local link model"), ("global", "C from the run, the link's one alpha/beta"),
+                   ("ref", "C from the separate no-communication runs, local link model")):
     errs = [abs(r[f"error_{kind}_pct"]) for r in rows]
     if errs:
         worst = errs.index(max(errs))

@@ -35,17 +35,29 @@ The equations (also in bench/README.md, "step_model.py"):
   ZeRO-1: the buckets are reduce-scattered (RS instead of A above), the optimizer runs
       on 1/N of the parameters, and the parameters are all-gathered after it, exposed:
           T = max(C (1 - f_o), e_k) + f_o C / N + AG_N(G)
+  Links shaped by tc tbf (link model "local"), a token bucket: rate r, burst b (as
+      bench/netns_links.sh sets them), latency l per round of messages (the sweep's 1 KB
+      allreduce / 2). A collective in which each host sends h bytes in k rounds, after the
+      link idled s seconds, takes
+          k l + max(0, h - tokens) / rate,   tokens = min(b, tokens_left + s r)
+      (the bucket is full when the step starts); rate = r, except for a transfer queued
+      behind the previous one (ready before the link was free: s = 0), which runs at the
+      sweep's largest message's rate, the link's back-to-back rate. For a ring allreduce
+      h = 2(P-1)/P n and k = 2(P-1); for a reduce-scatter or all-gather half of both.
   C is the compute time of one step of one device with its share of the global batch,
       measured (bench/model_check.sh measures it two ways: from the run's own trace, the
       step minus the wait for gradient communication after backward; and from runs with
       no communication under the same sharing of the machine's cores).
-  Link models: "global" uses the link's one alpha/beta (bench/link_fit.sh); "local" refits
-      alpha/beta on the sweep sizes within a factor 4 of each message (the shaped links
-      here are not linear in the message size, bench/README.md).
+  Link models: "global" uses the link's one alpha/beta (bench/link_fit.sh); "local" the
+      token bucket above for tbf links, and for the others (unshaped veth, shared memory,
+      the delay relay alone) the sweep's time at the same bytes per host: the straight
+      line through the two measured sizes around it, plus l per round beyond the sweep's 2
+      (these links are not one line in the message size, bench/README.md).
 """
 import argparse
 import json
 import math
+import re
 import sys
 
 # ---------------------------------------------------------------------------- models
@@ -116,7 +128,8 @@ def ring_half(n, ranks, alpha, beta):
 
 
 def step_time(compute_s, buckets, comm, zero_allgather_s=0.0, f_b=2 / 3, f_o=0.0, zero_ranks=1):
-    """The event model: buckets (bytes, launch order), comm(bytes) -> seconds.
+    """The event model: buckets (bytes, launch order), comm(bytes, idle seconds before it)
+    -> seconds; zero_allgather_s, seconds or a function of the idle seconds before it.
     Returns (step seconds, exposed communication seconds)."""
     total = float(sum(buckets))
     end_backward = compute_s * (1 - f_o)
@@ -126,22 +139,72 @@ def step_time(compute_s, buckets, comm, zero_allgather_s=0.0, f_b=2 / 3, f_o=0.0
     for i, g in enumerate(buckets):
         cum += g
         ready = end_backward if i == len(buckets) - 1 else start_backward + f_b * compute_s * cum / total
-        e = max(ready, e) + comm(g)
-    t = max(end_backward, e) + f_o * compute_s / max(zero_ranks, 1) + zero_allgather_s
+        e = max(ready, e) + comm(g, max(ready - e, 0.0))
+    optimizer = f_o * compute_s / max(zero_ranks, 1)
+    t = max(end_backward, e) + optimizer
+    if callable(zero_allgather_s):
+        zero_allgather_s = zero_allgather_s(max(end_backward - e, 0.0) + optimizer)
+    t += zero_allgather_s
     return t, t - compute_s
 
 
+class TokenBucket:
+    """A tc tbf link as the step sees it: `rate` bit/s, a bucket of `burst` bytes that refills
+    at the rate while the link idles (full at the step's start: the forward pass and the
+    compute before it idle the link longer than a refill takes, 10 ms at 100 Mbit/s), and
+    `latency` seconds per round of messages (the sweep's smallest allreduce / 2). A host
+    sending h bytes after `idle` seconds takes rounds latency + max(0, h - tokens) 8 / rate."""
+
+    def __init__(self, rate_bit_s, burst_bytes, latency_s, sustained_bit_s):
+        self.rate, self.burst, self.latency = rate_bit_s / 8.0, burst_bytes, latency_s
+        self.sustained = min(sustained_bit_s / 8.0, self.rate)
+        self.tokens = burst_bytes
+
+    def send(self, host_bytes, rounds, idle_s):
+        self.tokens = min(self.burst, self.tokens + idle_s * self.rate)
+        # A transfer queued behind the previous one (ready before the link was free) keeps
+        # the link busy without a pause: the rate of the sweep's largest message, a long
+        # busy link, holds for it, not the shaped one.
+        rate = self.rate if idle_s > 0 else self.sustained
+        paid = max(host_bytes - self.tokens, 0.0)
+        self.tokens = max(self.tokens - host_bytes, 0.0)
+        return rounds * self.latency + paid / rate
+
+
 def local_link(link, n):
-    """alpha and beta fitted on the link's sweep sizes within a factor 4 of n (at least the
-    two nearest): the link as the configuration's messages see it."""
-    pts = link.get("sweep_points")
-    if not pts or n <= 0:
+    """alpha and beta of the straight line through the two measured sweep sizes around n
+    (the nearest two when n lies outside the sweep): the link as this message sees it.
+    The shaped links here are not one line in the message size (a token bucket's burst
+    passes free after an idle moment, large transfers slow down; bench/README.md), so the
+    line's alpha may even be negative: only the time it gives near n means anything."""
+    pts = sorted(link.get("sweep_points") or [])
+    if len(pts) < 2 or n <= 0:
         return link["alpha_s"], link["beta_s_per_byte"]
-    near = [(m, t) for m, t in pts if n / 4 <= m <= 4 * n]
-    if len(near) < 2:
-        near = sorted(pts, key=lambda p: abs(math.log(p[0] / n)))[:2]
-    f = fit(sorted(near), link["ranks"])
-    return f["alpha_s"], f["beta_s_per_byte"]
+    k = next((i for i, (m, _) in enumerate(pts) if m >= n), len(pts) - 1)
+    (m1, t1), (m2, t2) = pts[max(k - 1, 0)], pts[max(k, 1)]
+    slope = (t2 - t1) / (m2 - m1)
+    steps = 2 * (link["ranks"] - 1)  # t = 2(N-1)(alpha + m beta / N) on the sweep's N ranks
+    return (t1 - slope * m1) / steps, slope * link["ranks"] / steps
+
+
+def sweep_time(link, host_bytes, rounds):
+    """The local link model: the time of a collective in which every host sends host_bytes
+    in `rounds` rounds of messages, read off the 2-rank sweep at the size whose allreduce
+    sends as many bytes per host (2 rounds), plus the latency of the rounds beyond 2. The
+    sweep starts every allreduce after an idle moment, as a training step starts its
+    communication after computing, so a token bucket's burst is in it."""
+    pts = link.get("sweep_points")
+    if not pts or host_bytes <= 0:
+        return 0.0
+    alpha, beta = local_link(link, host_bytes)
+    latency = pts[0][1] / 2  # one round of the smallest message
+    return max(2 * alpha + host_bytes * beta, 0.0) + max(rounds - 2, 0) * latency
+
+
+def sustained_rate(link):
+    """Bits per second of the sweep's largest message (2 ranks: a host sends as many bytes)."""
+    n, t = max(link["sweep_points"])
+    return 8 * n / t
 
 
 def predict(cfg, links):
@@ -163,22 +226,35 @@ def predict(cfg, links):
     grad_bytes = sum(buckets)
 
     local = cfg.get("link_model", "global") == "local"
+    bucket = (TokenBucket(link["rate_bit_s"], link["burst_bytes"], link["t_smallest_s"] / 2, sustained_rate(link))
+              if local and link.get("rate_bit_s") else None)
 
-    def inter(n):
-        # the 2-rank sweep's buffer whose ring messages (n/2) are this ring's (n/P)
-        a, b = local_link(link, 2 * comp * n / P) if local else (alpha, beta)
-        return (ring_half if zero else ring_allreduce)(comp * n, P, a, b)
+    def inter(n, idle):
+        # a ring allreduce: every host sends 2(P-1)/P of the bytes in 2(P-1) rounds; a
+        # reduce-scatter or all-gather half of that
+        rounds = (1 if zero else 2) * (P - 1)
+        host_bytes = rounds * comp * n / P
+        if bucket:
+            return bucket.send(host_bytes, rounds, idle)
+        if local:  # as the sweep measured a host sending as many bytes after an idle moment
+            return sweep_time(link, host_bytes, rounds)
+        return (ring_half if zero else ring_allreduce)(comp * n, P, alpha, beta)
 
-    def comm(n):
-        t = inter(n)
+    def comm(n, idle=0.0):
+        t = inter(n, idle)
         if D > 1:
             t += ring_allreduce(n, D, am, bm) + (D - 1) * (am + n * bm)
         return t
 
     allgather = 0.0
     if zero:  # the parameters, fp32, after the optimizer
-        a, b = local_link(link, 2 * grad_bytes / P) if local else (alpha, beta)
-        allgather = ring_half(grad_bytes, P, a, b)
+        def allgather(idle):
+            host_bytes = (P - 1) * grad_bytes / P
+            if bucket:  # it waits for the optimizer's slice: never queued behind the reduce-scatter
+                return bucket.send(host_bytes, P - 1, max(idle, 1e-6))
+            if local:
+                return sweep_time(link, host_bytes, P - 1)
+            return ring_half(grad_bytes, P, alpha, beta)
     t, exposed = step_time(float(cfg["compute_s"]), buckets, comm, allgather, float(cfg.get("f_b", 2 / 3)),
                            float(cfg.get("f_o", 0.0)), P * D if zero else 1)
     return {"step_s": t, "exposed_comm_s": exposed, "buckets": len(buckets), "grad_bytes": grad_bytes}
@@ -243,6 +319,10 @@ def cmd_fit(args):
         f = fit(points, ranks, args.min_bytes, latency_from_smallest=True)
         f.update({"ranks": ranks, "points": len(points), "min_bytes": points[0][0], "max_bytes": points[-1][0],
                   "sweep": path, "sweep_points": points})
+        shaped = re.match(r"tbf-(\d+(?:\.\d+)?)(g|m|k)bit", name)
+        if shaped:  # as bench/netns_links.sh shapes it: burst max(128 KiB, 1 ms of the rate)
+            rate = float(shaped.group(1)) * {"g": 1e9, "m": 1e6, "k": 1e3}[shaped.group(2)]
+            f.update({"rate_bit_s": rate, "burst_bytes": max(131072, int(rate / 8 / 1000))})
         fits[name] = f
     print(f"{'link':<24} {'alpha_us':>9} {'beta_Gbit/s':>11} {'rms_resid_%':>11} {'max_resid_%':>11} "
           f"{'t(1KB)_us':>9}  residual by size (%, 1KB..64MB; fitted from {args.min_bytes} B)")
@@ -251,6 +331,20 @@ def cmd_fit(args):
         print(f"{name:<24} {f['alpha_s'] * 1e6:9.1f} {8 / f['beta_s_per_byte'] / 1e9:11.3f} "
               f"{100 * f['rms_rel_residual']:11.1f} {100 * f['max_rel_residual']:11.1f} "
               f"{f['t_smallest_s'] * 1e6:9.0f}  {res}")
+    shaped = {name: f for name, f in fits.items() if f.get("rate_bit_s")}
+    if shaped:
+        print()
+        print("token buckets (the tbf links as predict's local model sees them; residuals: the bucket model, full "
+              "after the sweep's idle gap, against the sweep)")
+        print(f"{'link':<24} {'rate_Gbit/s':>11} {'burst_KiB':>9} {'l_us':>7} {'back-to-back_Gbit/s':>19}  "
+              f"residual by size (%, 1KB..64MB)")
+        for name, f in shaped.items():
+            res = []
+            for n, t in f["sweep_points"]:
+                model = TokenBucket(f["rate_bit_s"], f["burst_bytes"], f["t_smallest_s"] / 2, f["rate_bit_s"])
+                res.append(f"{100 * (model.send(n, 2, 1.0) - t) / t:+.0f}")
+            print(f"{name:<24} {f['rate_bit_s'] / 1e9:11.3f} {f['burst_bytes'] / 1024:9.0f} "
+                  f"{f['t_smallest_s'] / 2 * 1e6:7.1f} {sustained_rate(f) / 1e9:19.3f}  {' '.join(res)}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"model": "t(n) = 2(N-1)(alpha + n beta / N): 2(N-1) alpha = the smallest message's time, "
@@ -350,7 +444,7 @@ def cmd_project(args):
                     return ring_allreduce(comp * n, d, a_nvl, nvl_beta)
                 return ring_allreduce(comp * n, n_gpus, a_ib, ib_beta)
 
-            def hier1(n):
+            def hier1(n, idle=0.0):  # the projection has no token bucket: idle unused
                 return (ring_allreduce(n, d, a_nvl, nvl_beta) + ring_allreduce(n, nodes, a_ib, ib_beta)
                         + a_nvl + n * nvl_beta)
 
@@ -362,16 +456,16 @@ def cmd_project(args):
                 return 2 * intra + ring_allreduce(shard, nodes, a_ib, ib_beta)
 
             variants = {
-                "flat": lambda n: flat(n),
-                "flat16": lambda n: flat(n, 0.5),
+                "flat": lambda n, idle=0.0: flat(n),
+                "flat16": lambda n, idle=0.0: flat(n, 0.5),
                 "hier1": hier1,
-                "hier2D": lambda n: hier2d(n),
-                "hier2D16": lambda n: hier2d(n, 0.5),
+                "hier2D": lambda n, idle=0.0: hier2d(n),
+                "hier2D16": lambda n, idle=0.0: hier2d(n, 0.5),
             }
             times = {k: step_time(C, buckets, f)[0] for k, f in variants.items()}
             # ZeRO-1: all-gather of the parameters (fp32) after the optimizer: in the node and across nodes.
             ag = ring_half(grad, d, a_nvl, nvl_beta) + ring_half(grad / d, nodes, a_ib, ib_beta)
-            times["zero1"] = step_time(C, buckets, lambda n: hier2d(n, 0.5, True), ag)[0]
+            times["zero1"] = step_time(C, buckets, lambda n, idle=0.0: hier2d(n, 0.5, True), ag)[0]
             best = min(times, key=times.get)
             state_full = 4 * params / 1e6
             state_zero = state_full / n_gpus
@@ -419,8 +513,8 @@ def main():
     p.add_argument("--intra-alpha-us", type=float, help="memory-copy link inside a process (with --devices)")
     p.add_argument("--intra-gbyte-s", type=float, default=5.0)
     p.add_argument("--link-model", choices=["global", "local"], default="global",
-                   help="global: the link's one alpha/beta; local: alpha/beta refitted on the sweep sizes "
-                        "within a factor 4 of each message")
+                   help="global: the link's one alpha/beta; local: a tbf link's token bucket, the other "
+                        "links' sweep at the same bytes per host")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_predict)
 

@@ -4,10 +4,12 @@ every rank's lanes in one file), for bench/model_check.sh.
 
 For every rank and every step (the host lane's `step` span, inside its `iteration` span,
 which adds the wait for the batch and the divergence guard):
-  W (exposed communication) = the end of the step's last communication span (category
-      "communication": `allreduce`, `bucket allreduce`, `buffers`, `within process`,
-      `between processes`, ...; or a name naming a collective) - the end of its last
-      `backward` span (over the rank's devices), at least 0
+  W (exposed communication) = the time after the end of its last `backward` span (over
+      the rank's devices) covered by communication spans (category "communication":
+      `allreduce`, `bucket allreduce`, `buffers`, `within process`, `between processes`,
+      `gather parameters`, ...; or a name naming a collective), overlapping spans counted
+      once: with --zero 1 the optimizer's compute between the reduce-scatter and the
+      parameter gather stays in C
   C (compute) = iteration - W
 A step's compute is the largest C over the ranks (the ring waits for the slowest); its
 time is rank 0's iteration. Prints the medians over the steps after the first --skip:
@@ -19,6 +21,19 @@ import json
 import statistics
 
 COMM = ("allreduce", "buffers", "gather", "scatter", "alltoall", "broadcast", "process")
+
+
+def covered(intervals):
+    """Length of the union of (begin, end) intervals."""
+    total, reach = 0.0, None
+    for b, e in sorted(intervals):
+        if reach is None or b > reach:
+            total += e - b
+            reach = e
+        elif e > reach:
+            total += e - reach
+            reach = e
+    return total
 
 
 def main():
@@ -42,9 +57,9 @@ def main():
             if not backward:
                 continue
             b_end = max(backward)
-            comm = [e["ts"] + e["dur"] for e in inside
+            comm = [(max(e["ts"], b_end), e["ts"] + e["dur"]) for e in inside
                     if e.get("cat") == "communication" or any(k in e["name"] for k in COMM)]
-            wait = max(0.0, max(comm) - b_end) if comm else 0.0
+            wait = covered([(b, e) for b, e in comm if e > b])
             rows.append((it["dur"] / 1e6, (it["dur"] - wait) / 1e6))
         per_rank[rank] = rows
     steps = min(len(r) for r in per_rank.values())

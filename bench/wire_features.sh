@@ -7,8 +7,9 @@
 #                --rate (default 100mbit) and unshaped, and test accuracy after --accuracy-epochs
 #                (default 10) unshaped, the same seed for both;
 #   hierarchy    2 hosts x 2 devices (mpirun -np 2 --devices cpu:2) against 4 flat ranks
-#                (-np 4, two per host, --devices cpu:1): the bytes that crossed between the
-#                hosts (each host's eth0 counters) and seconds per epoch on the --rate link;
+#                (-np 4, two per host, --devices cpu:1; and once with the 4 ranks alternating
+#                between the hosts): the bytes that crossed between the hosts (each host's
+#                eth0 counters) and seconds per epoch on the --rate link;
 #   zero         --api concise --momentum 0.9 with --zero 1 against --zero 0, 2 hosts x 1
 #                process, unshaped: seconds per epoch and the optimizer state per process.
 # Prints each pair, its ratio and the run's figures; needs root, ip, tc, mpirun (else exits 77).
@@ -52,8 +53,9 @@ run() {
   shift 2
   local before map=slot
   # One process per host spreads (by node); more fill each host's slots in turn (ranks 0
-  # and 1 on h1), as a scheduler packs them.
+  # and 1 on h1), as a scheduler packs them, unless map_by says otherwise.
   ((np == ${#hosts[@]})) && map=node
+  map=${map_by:-$map}
   before=$(host_bytes)
   # mpirun runs in the switch's namespace, as on a login node (netns_hosts.sh).
   if ! in_ns sw unshare --uts sh -c 'hostname switch && exec "$@"' sh \
@@ -117,9 +119,14 @@ if [[ -z $only || $only == hierarchy ]]; then
   shape "tbf-$rate"
   figures=$(pair hierarchy 2 "--devices cpu:2 --cores 1" 4 "--devices cpu:1 --cores 1" "${short[@]}")
   read -r h_sec _ h_bytes f_sec _ f_bytes <<<"$figures"
+  # The same 4 flat ranks alternating between the hosts (rank 0 and 2 on h1): every edge of
+  # the ring crosses between them.
+  read -r a_sec _ a_bytes <<<"$(map_by=node run hierarchy-alternating 4 --devices cpu:1 --cores 1 "${short[@]}")"
   unshape
   echo "tbf-$rate: two levels $h_sec s/epoch, flat $f_sec s/epoch, speedup flat/two-level $(ratio "$f_sec" "$h_sec")x;" \
     "bytes between the hosts (last run) two levels $h_bytes, flat $f_bytes, ratio $(ratio "$h_bytes" "$f_bytes")"
+  echo "tbf-$rate: flat ranks alternating between the hosts (1 run): $a_sec s/epoch, bytes between the hosts" \
+    "$a_bytes; two levels against it: speedup $(ratio "$a_sec" "$h_sec")x, bytes ratio $(ratio "$h_bytes" "$a_bytes")"
 fi
 if [[ -z $only || $only == zero ]]; then
   echo
