@@ -23,6 +23,8 @@ packages=(
   # scripts/fuzz.sh builds the libFuzzer targets with clang; scripts/test-tsan.sh runs the
   # OpenMP teams on LLVM's runtime with its Archer tool (libomp-14-dev ships both).
   clang libclang-rt-14-dev libomp-14-dev
+  # Compiled objects are reused across builds and checkouts (CMakeLists.txt, scripts/test.sh).
+  ccache
 )
 # The benchmarks' peers (PyTorch on CPU, torchvision's ImageFolder and DataLoader) with
 # OpenBLAS behind them: Debian's default libblas.so.3 is the reference BLAS, which would

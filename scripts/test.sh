@@ -26,6 +26,11 @@ if [[ ${DPT_ALLOW_SKIPS:-0} != 1 ]]; then
   export DPT_REQUIRE_DATA=1
 fi
 
+# ccache (CMakeLists.txt) keys objects by paths relative to this checkout, so a clean clone
+# in another folder reuses what an earlier build compiled; the cache holds the four builds.
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+command -v ccache >/dev/null && ccache --max-size=8G >/dev/null
+
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 legs=()
