@@ -434,6 +434,54 @@ std::vector<std::string> split_at_spaces(const std::string& text) {
   return words;
 }
 
+// `word` as a shell reads it back: as it is when plain, else in single quotes.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789_-+=./,:@%{}") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// CLI11's "not expected" for launch when it is train flags given before --: the same
+// message naming the flags, and the command with them (and their values) after --. Empty
+// for any other error, or when no unexpected word looks like a flag.
+std::string train_flags_before_dashes(const CLI::App& launch, int argc, char** argv, const CLI::ParseError& e) {
+  if (e.get_exit_code() != static_cast<int>(CLI::ExitCodes::ExtrasError)) return "";
+  int at = 1;
+  while (at < argc && launch.get_name() != argv[at]) ++at;
+  std::vector<std::string> kept{"dptrain", "launch"}, moved, flags;
+  bool after_dashes = false;
+  for (int i = at + 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    const bool looks_like_flag = word.size() > 1 && word[0] == '-';
+    if (after_dashes || word == "--") {
+      if (after_dashes) moved.push_back(word);
+      after_dashes = true;
+      continue;
+    }
+    const std::string name = word.substr(0, word.find('='));
+    const CLI::Option* option = looks_like_flag ? launch.get_option_no_throw(name) : nullptr;
+    if (option != nullptr) {  // launch's own, and its value
+      kept.push_back(word);
+      if (name == word && option->get_items_expected_min() > 0 && i + 1 < argc) kept.push_back(argv[++i]);
+      continue;
+    }
+    if (looks_like_flag) flags.push_back(word);
+    moved.push_back(word);
+  }
+  if (flags.empty()) return "";
+  std::string message = flags.size() == 1 ? "The following argument was not expected:"
+                                          : "The following arguments were not expected:";
+  for (const std::string& flag : flags) message += " " + flag;
+  message += "\ndptrain train's flags go after --:";
+  for (const std::string& word : kept) message += " " + shell_word(word);
+  message += " --";
+  for (const std::string& word : moved) message += " " + shell_word(word);
+  return message;
+}
+
 }  // namespace
 
 int run(int argc, char** argv, const CliHooks& hooks) {
@@ -467,6 +515,10 @@ int run(int argc, char** argv, const CliHooks& hooks) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (launch_cmd->parsed()) {  // train flags before --: say where they go
+      if (const std::string hint = train_flags_before_dashes(*launch_cmd, argc, argv, e); !hint.empty())
+        return app.exit(CLI::ExtrasError(hint, e.get_exit_code()));
+    }
     return app.exit(e);
   }
   const report::JobHooks job_hooks{hooks.wrap_communicator, with_flags, hooks.check_replicas};

@@ -23,19 +23,18 @@ int status_of(int wait_status) {
 
 }  // namespace
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, bool capture_stderr, bool quiet) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, Output output) {
+  const bool capture = output != Output::ours;
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   int pipe_fds[2] = {-1, -1};
-  if (capture_stderr) {
+  if (capture) {
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
-  } else if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    if (output == Output::capture_all) posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -50,20 +49,20 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, bool capture_st
   const int error = posix_spawnp(&pid_, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (capture_stderr) close(pipe_fds[1]);
+  if (capture) close(pipe_fds[1]);
   if (error != 0) {
-    if (capture_stderr) close(pipe_fds[0]);
+    if (capture) close(pipe_fds[0]);
     throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
   }
-  if (capture_stderr) {
-    stderr_fd_ = pipe_fds[0];
-    fcntl(stderr_fd_, F_SETFL, fcntl(stderr_fd_, F_GETFL) | O_NONBLOCK);
+  if (capture) {
+    output_fd_ = pipe_fds[0];
+    fcntl(output_fd_, F_SETFL, fcntl(output_fd_, F_GETFL) | O_NONBLOCK);
   }
 }
 
 ChildProcess::~ChildProcess() {
   if (!status_) end(std::chrono::milliseconds(2000));
-  if (stderr_fd_ >= 0) close(stderr_fd_);
+  if (output_fd_ >= 0) close(output_fd_);
 }
 
 std::optional<int> ChildProcess::poll() {
@@ -76,15 +75,26 @@ std::optional<int> ChildProcess::poll() {
   return status_;
 }
 
-std::vector<std::string> ChildProcess::read_lines() {
-  std::vector<std::string> lines;
-  if (stderr_fd_ < 0) return lines;
+void ChildProcess::take_output() {
+  if (output_fd_ < 0) return;
   char buffer[4096];
   for (;;) {
-    const ssize_t n = read(stderr_fd_, buffer, sizeof buffer);
+    const ssize_t n = read(output_fd_, buffer, sizeof buffer);
     if (n <= 0) break;  // nothing more now (EAGAIN), or the end
     pending_.append(buffer, static_cast<size_t>(n));
   }
+}
+
+std::string ChildProcess::read_text() {
+  take_output();
+  std::string text;
+  text.swap(pending_);
+  return text;
+}
+
+std::vector<std::string> ChildProcess::read_lines() {
+  std::vector<std::string> lines;
+  take_output();
   for (size_t newline; (newline = pending_.find('\n')) != std::string::npos;) {
     lines.push_back(pending_.substr(0, newline));
     pending_.erase(0, newline + 1);

@@ -15,10 +15,14 @@ namespace dpt::cli::launch {
 
 class ChildProcess {
  public:
-  // Starts argv (argv[0] searched on PATH). Its stdout is ours; its stderr is read through
-  // a pipe (read_lines) when `capture_stderr`, else ours too, or dropped when `quiet`.
-  // Throws std::runtime_error when it cannot be started.
-  ChildProcess(const std::vector<std::string>& argv, bool capture_stderr, bool quiet = false);
+  enum class Output {
+    ours,            // its stdout and stderr are ours
+    capture_stderr,  // its stdout is ours; its stderr is read through a pipe (read_lines, read_text)
+    capture_all,     // its stdout and stderr together through the pipe (a probe: what mpirun says)
+  };
+  // Starts argv (argv[0] searched on PATH), its output as `output` says. Throws
+  // std::runtime_error when it cannot be started.
+  ChildProcess(const std::vector<std::string>& argv, Output output);
   ~ChildProcess();  // ends the group if it still runs
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -26,8 +30,11 @@ class ChildProcess {
   // The exit status once the child has ended (128 + N when ended by signal N), without
   // waiting.
   std::optional<int> poll();
-  // The whole lines of stderr that arrived since the last call (never blocks).
+  // The whole lines of the captured output that arrived since the last call (never blocks).
   std::vector<std::string> read_lines();
+  // All the captured output that arrived since the last call, partial lines included (never
+  // blocks; not mixed with read_lines).
+  std::string read_text();
   // Sends `signal` to the child alone (mpirun passes some on to the ranks).
   void signal(int signal);
   // SIGTERM to the whole group, SIGKILL after `grace` to what is left; returns the
@@ -36,10 +43,11 @@ class ChildProcess {
 
  private:
   void kill_group(int signal);
+  void take_output();  // what the pipe holds now, onto pending_
 
   pid_t pid_ = -1;
-  int stderr_fd_ = -1;
-  std::string pending_;  // a partial stderr line
+  int output_fd_ = -1;  // the read end of the capture pipe
+  std::string pending_;  // captured output not yet returned (read_lines: a partial line)
   std::optional<int> status_;
 };
 

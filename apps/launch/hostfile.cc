@@ -1,9 +1,13 @@
 #include "launch/hostfile.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -11,26 +15,93 @@ namespace dpt::cli::launch {
 
 namespace {
 
-// N of "slots=N", or 0 when the word is not that form.
+// The most processes one host or the whole file may have: the total stays an int.
+constexpr int kMaxSlots = 100000;
+constexpr int64_t kMaxProcesses = 1000000;
+
+// N of "slots=N", or 0 when the word is not that form or N is past kMaxSlots.
 int parse_slots(const std::string& word) {
   const std::string prefix = "slots=";
   if (word.rfind(prefix, 0) != 0 || word.size() == prefix.size()) return 0;
   int slots = 0;
   for (size_t i = prefix.size(); i < word.size(); ++i) {
-    if (word[i] < '0' || word[i] > '9' || slots > 100000) return 0;
+    if (word[i] < '0' || word[i] > '9') return 0;
     slots = slots * 10 + (word[i] - '0');
+    if (slots > kMaxSlots) return 0;
   }
   return slots;
 }
 
+// What a hostfile is, for the refusals of what is not one.
+const char* const kWhatToPass = "pass the path of a hostfile: one \"HOST [slots=N]\" per line";
+
+// A control byte other than the whitespace between words (tab, CR, VT, FF).
+bool has_control_byte(const std::string& line) {
+  return std::any_of(line.begin(), line.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && !std::isspace(byte)) || byte == 0x7f;
+  });
+}
+
+// Refuses what is there but is not a regular file (followed through links): a folder reads
+// as empty, a pipe (<(...)) or a device cannot be read again after a failure, a FIFO
+// without a writer blocks. What is not there, or not reachable, is left to the reading.
+void check_regular(const std::filesystem::path& file) {
+  std::error_code ec;
+  const std::filesystem::file_type type = std::filesystem::status(file, ec).type();
+  if (ec || type == std::filesystem::file_type::regular) return;
+  const std::string name = "hostfile " + file.string();
+  if (type == std::filesystem::file_type::directory) {
+    throw std::runtime_error(name + " is a folder; " + kWhatToPass);
+  }
+  const char* what = "not a file";
+  switch (type) {
+    case std::filesystem::file_type::fifo:
+      what = "a pipe: it reads once, and the launcher reads the hostfile again after a failure";
+      break;
+    case std::filesystem::file_type::character: what = "a character device"; break;
+    case std::filesystem::file_type::block: what = "a block device"; break;
+    case std::filesystem::file_type::socket: what = "a socket"; break;
+    default: break;
+  }
+  throw std::runtime_error(name + " is not a regular file (" + what + "); " + kWhatToPass);
+}
+
 }  // namespace
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::vector<Host> read_hostfile(const std::filesystem::path& file) {
-  std::ifstream in(file);
+  check_regular(file);
+  std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read hostfile " + file.string() + ": " + std::strerror(errno));
+  errno = 0;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw std::runtime_error("cannot read hostfile " + file.string() + ": " + std::strerror(errno));
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+    throw std::runtime_error("hostfile " + file.string() + " is not a text file (a NUL byte on line " +
+                             std::to_string(line) + "); " + kWhatToPass);
+  }
+  std::istringstream in_text(text);
   std::vector<Host> hosts;
+  int64_t total = 0;
   std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  for (int number = 1; std::getline(in_text, line); ++number) {
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream words(line);
     Host host;
@@ -38,8 +109,9 @@ std::vector<Host> read_hostfile(const std::filesystem::path& file) {
     std::string word;
     const auto bad = [&] {
       return std::runtime_error("hostfile " + file.string() + " line " + std::to_string(number) + ": expected "
-                                "\"HOST\" or \"HOST slots=N\" (N >= 1), got \"" + line + "\"");
+                                "\"HOST\" or \"HOST slots=N\" (N >= 1), got \"" + printable(line) + "\"");
     };
+    if (has_control_byte(line)) throw bad();
     if (words >> word) {
       host.slots = parse_slots(word);
       if (host.slots < 1 || (words >> word)) throw bad();
@@ -51,6 +123,11 @@ std::vector<Host> read_hostfile(const std::filesystem::path& file) {
       }
     }
     hosts.push_back(host);
+    total += host.slots;
+    if (total > kMaxProcesses) {
+      throw std::runtime_error("hostfile " + file.string() + " line " + std::to_string(number) + ": more than " +
+                               std::to_string(kMaxProcesses) + " processes in all; it is not a hostfile of real hosts");
+    }
   }
   if (hosts.empty()) throw std::runtime_error("hostfile " + file.string() + " names no host");
   return hosts;

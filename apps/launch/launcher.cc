@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -13,8 +14,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/group_checkpoints.h"
@@ -30,6 +33,12 @@ std::atomic<int> launcher_signal{0};
 extern "C" void on_launcher_signal(int signal) { launcher_signal.store(signal); }
 
 Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
+
+std::string format_seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
 
 bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
   return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
@@ -66,23 +75,53 @@ std::vector<std::string> mpirun_argv(const LaunchSettings& settings, const std::
   return argv;
 }
 
+// The line of a program's output that says what happened: the first that is not blank or
+// a rule ("-----", Open MPI's frame around its messages), trimmed, its control bytes
+// escaped, cut at 200 characters; empty when there is none.
+std::string first_meaningful_line(const std::string& output) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    while (!line.empty() && space(line.back())) line.pop_back();
+    line.erase(line.begin(), std::find_if_not(line.begin(), line.end(), space));
+    if (line.find_first_not_of("-=*_") == std::string::npos) continue;  // blank, or a rule
+    if (line.size() > 200) line = line.substr(0, 200) + "...";
+    return printable(line);
+  }
+  return "";
+}
+
 // Probes of hosts, all at once: `mpirun -np 1 true` on each needs what a run needs (the
 // remote shell, the daemon and its connection back to mpirun), and must end within the
-// probe timeout. Polled, so that the launcher watches its job meanwhile.
+// probe timeout. Polled, so that the launcher watches its job meanwhile. What mpirun
+// prints is kept, to say why a host did not answer.
 class Probes {
  public:
+  // A host whose probe failed, and why: "no answer to mpirun within 10 s" (it ran out of
+  // time), or "mpirun refused: LINE" (it ended with an error, LINE the first it printed).
+  struct Failure {
+    Host host;
+    std::string reason;
+  };
+
   Probes(const LaunchSettings& settings, const std::filesystem::path& dir, const std::vector<Host>& hosts)
-      : deadline_(Clock::now() + seconds(settings.probe_timeout)) {
+      : timeout_(settings.probe_timeout), deadline_(Clock::now() + seconds(settings.probe_timeout)) {
     for (const Host& host : hosts) {
       const auto file = write_hostfile(dir / ("probe-" + host.name), {{host.name, 1}});
-      probes_.push_back({host, std::make_unique<ChildProcess>(mpirun_argv(settings, file, 1, {"true"}), false, true)});
+      auto child = std::make_unique<ChildProcess>(mpirun_argv(settings, file, 1, {"true"}),
+                                                  ChildProcess::Output::capture_all);
+      probes_.push_back({host, std::move(child), false, ""});
     }
   }
   // Whether every probe has ended (those past the deadline are ended here).
   bool done() {
     bool all = true;
     for (Probe& probe : probes_) {
-      if (probe.child->poll()) continue;
+      take_output(probe);  // a pipe that fills would stop mpirun
+      if (probe.child->poll()) {
+        take_output(probe);  // what it printed last
+        continue;
+      }
       if (Clock::now() < deadline_) {
         all = false;
       } else {
@@ -100,23 +139,43 @@ class Probes {
     }
     return hosts;
   }
+  // The others, with why (once done()).
+  std::vector<Failure> failures() {
+    std::vector<Failure> failed;
+    for (Probe& probe : probes_) {
+      if (probe.timed_out) {
+        failed.push_back({probe.host, "no answer to mpirun within " + format_seconds(timeout_)});
+      } else if (const int status = probe.child->poll().value_or(0); status != 0) {
+        const std::string line = first_meaningful_line(probe.output);
+        failed.push_back({probe.host, line.empty() ? "mpirun refused with status " + std::to_string(status) +
+                                                         ", printing nothing"
+                                                   : "mpirun refused: " + line});
+      }
+    }
+    return failed;
+  }
+  // Whether what a probe's mpirun printed holds `text`.
+  bool said(const std::string& text) const {
+    return std::any_of(probes_.begin(), probes_.end(),
+                       [&](const Probe& probe) { return probe.output.find(text) != std::string::npos; });
+  }
 
  private:
   struct Probe {
     Host host;
     std::unique_ptr<ChildProcess> child;
     bool timed_out = false;
+    std::string output;  // what mpirun printed (its first 64 KiB)
   };
+  static void take_output(Probe& probe) {
+    constexpr size_t kept = size_t{64} << 10;
+    const std::string text = probe.child->read_text();
+    if (probe.output.size() < kept) probe.output.append(text, 0, kept - probe.output.size());
+  }
+  double timeout_;
   Clock::time_point deadline_;
   std::vector<Probe> probes_;
 };
-
-std::vector<Host> answering(const LaunchSettings& settings, const std::filesystem::path& dir,
-                            const std::vector<Host>& hosts) {
-  Probes probes(settings, dir, hosts);
-  while (!probes.done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return probes.answered();
-}
 
 std::vector<std::string> names(const std::vector<Host>& hosts) {
   std::vector<std::string> list;
@@ -243,19 +302,33 @@ class Launcher {
                : ", from the start (no checkpoint yet)";
   }
 
+  // The hosts that answer a probe; throws naming the others and why when they are fewer
+  // than --min-hosts.
   std::vector<Host> usable(const std::vector<Host>& hosts, const std::string& when) {
-    std::vector<Host> answered = answering(settings_, dir_.path(), hosts);
+    Probes probes(settings_, dir_.path(), hosts);
+    while (!probes.done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::vector<Host> answered = probes.answered();
     if (static_cast<int>(answered.size()) >= settings_.min_hosts) return answered;
-    throw std::runtime_error("only " + std::to_string(answered.size()) + " of " + std::to_string(hosts.size()) +
-                             " hosts in " + settings_.hostfile + " answer " + when + " (" + host_names(hosts_not_in(hosts, answered)) +
-                             ": no answer to mpirun within " + format_seconds(settings_.probe_timeout) +
-                             "); --min-hosts is " + std::to_string(settings_.min_hosts));
-  }
-
-  static std::string format_seconds(double s) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g s", s);
-    return text;
+    // "h1, h2: why; h3: why", the hosts with the same reason together, in the hostfile's order.
+    std::vector<std::pair<std::string, std::vector<Host>>> by_reason;
+    for (const Probes::Failure& failure : probes.failures()) {
+      auto same = std::find_if(by_reason.begin(), by_reason.end(),
+                               [&](const auto& r) { return r.first == failure.reason; });
+      if (same == by_reason.end()) same = by_reason.insert(by_reason.end(), {failure.reason, {}});
+      same->second.push_back(failure.host);
+    }
+    std::string why;
+    for (const auto& [reason, left_out] : by_reason) {
+      why += (why.empty() ? "" : "; ") + host_names(left_out) + ": " + reason;
+    }
+    std::string message = "only " + std::to_string(answered.size()) + " of " + std::to_string(hosts.size()) +
+                          " hosts in " + settings_.hostfile + " answer " + when + " (" + why + "); --min-hosts is " +
+                          std::to_string(settings_.min_hosts);
+    if (probes.said("allow-run-as-root")) {  // Open MPI's refusal to run as root
+      message += "; mpirun runs as root only with --mpirun-args \"--allow-run-as-root\" (or OMPI_ALLOW_RUN_AS_ROOT=1 "
+                 "and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the environment)";
+    }
+    throw std::runtime_error(message);
   }
 
   std::vector<std::string> train_argv(bool resume) const {
@@ -271,7 +344,8 @@ class Launcher {
 
   Outcome run_job(const std::vector<Host>& members, bool resume) {
     const auto file = write_hostfile(dir_.path() / "hostfile", members);
-    ChildProcess job(mpirun_argv(settings_, file, total_slots(members), train_argv(resume)), /*capture_stderr=*/true);
+    ChildProcess job(mpirun_argv(settings_, file, total_slots(members), train_argv(resume)),
+                     ChildProcess::Output::capture_stderr);
     Outcome outcome;
     std::optional<Clock::time_point> error_deadline;
     int stop_signal = 0;
