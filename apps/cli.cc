@@ -61,6 +61,7 @@ constexpr std::array kFieldFlags{
     FieldFlag{"cifar_labels", "--cifar-labels"},
     FieldFlag{"on_bad_image", "--on-bad-image"},
     FieldFlag{"data_cache", "--data-cache"},
+    FieldFlag{"max_image_pixels", "--max-image-pixels"},
     FieldFlag{"prefetch", "--prefetch"},
     FieldFlag{"random_crop", "--random-crop"},
     FieldFlag{"hflip", "--hflip"},
@@ -136,6 +137,14 @@ std::string listing(const std::string& help, std::span<const std::string_view> c
   return help + " (" + choices_str(choices) + ")";
 }
 
+void add_max_image_pixels_flag(CLI::App& cmd, int64_t& max_pixels) {
+  cmd.add_option(flag("max_image_pixels"), max_pixels,
+                 "The most pixels (width x height) a picture may declare; a larger one is refused from its header "
+                 "before decoding (a decompression bomb: a few hundred bytes can declare 60000 x 60000). Pillow's "
+                 "limit by default")
+      ->capture_default_str();
+}
+
 // Where the data comes from and how it is read: train and evaluate share these.
 void add_data_flags(CLI::App& cmd, data::DataOptions& d) {
   cmd.add_option(flag("data_dir"), d.data_dir,
@@ -160,6 +169,7 @@ void add_data_flags(CLI::App& cmd, data::DataOptions& d) {
                          "with the count)",
                          data::kOnBadImages))
       ->capture_default_str();
+  add_max_image_pixels_flag(cmd, d.max_image_pixels);
   cmd.add_option(flag("data_cache"), d.data_cache,
                  "MiB of an image folder's decoded pictures kept in memory, per process; pictures past it are "
                  "decoded for every batch (0: all of them)")
@@ -371,6 +381,7 @@ void add_predict_flags(CLI::App& cmd, PredictSettings& s) {
                  "padded square) or IDX images files of that size (taken as they are)")
       ->required();
   cmd.add_option(flag("top_k"), s.top_k, "How many of the most probable classes to print")->capture_default_str();
+  add_max_image_pixels_flag(cmd, s.max_image_pixels);
   cmd.add_flag(flag("json"), s.json,
                "Print one JSON object per image: image, width, height, inverted, top (class, name, probability), "
                "logits");

@@ -29,6 +29,7 @@ struct PredictSettings {
   std::vector<std::string> images;
   int top_k = 3;
   bool json = false;
+  int64_t max_image_pixels = data::kDefaultMaxImagePixels;
 };
 int run_predict(const PredictSettings& settings, const Wording& wording);
 

@@ -20,7 +20,7 @@ int run_predict(const PredictSettings& s, const Wording& wording) {
     }
     std::vector<infer::InputImage> images;  // all read first: a bad file stops before any output
     for (const std::string& file : s.images) {
-      for (infer::InputImage& image : infer::load_images(file, trained.data)) images.push_back(std::move(image));
+      for (infer::InputImage& image : infer::load_images(file, trained.data, s.max_image_pixels)) images.push_back(std::move(image));
     }
     const std::vector<infer::Prediction> predictions = infer::predict(*trained.net, images, trained.data.shape);
     for (size_t i = 0; i < images.size(); ++i) {

@@ -48,8 +48,9 @@ expect "--sync-bn allreduces BatchNorm's statistics during backward, which the g
 expect "--resume needs --checkpoint-dir" train --resume
 expect "--checkpoint-every needs --checkpoint-dir" train --checkpoint-every 5
 expect "--keep-checkpoints must be at least 1, got 0" train --keep-checkpoints 0 --checkpoint-dir /nonexistent/ckpt
-expect "Fashion-MNIST directory '/nonexistent/fm' does not exist; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass --data DIR" \
-  train --data /nonexistent/fm
+expect "data '/nonexistent/fm' does not exist; check the path given to --data" train --data /nonexistent/fm
+expect "Fashion-MNIST directory '/nonexistent/fashion' does not exist; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass --data DIR" \
+  train --data /nonexistent/fashion
 expect "--deterministic cuts every batch into chunks of --chunk-size 32: --batch-size 100 is not a multiple of it" \
   train --deterministic --batch-size 100
 expect "--chunk-size must be at least 1, got 0" train --deterministic --chunk-size 0

@@ -21,14 +21,14 @@ expect "$missing" predict --checkpoint "$work/none.ckpt" "$work/notes.txt"
 unknown="checkpoint $work/vgg.ckpt records the model 'vgg16', which this dptrain cannot build (it builds 'lenet (scratch API)', 'lenet', 'resnet18'; a program of yours registers its own with nn::register_model)"
 expect "$unknown" evaluate --checkpoint "$work/vgg.ckpt" --data "$data"
 expect "$unknown" predict --checkpoint "$work/vgg.ckpt" "$work/notes.txt"
-expect "cannot read image $work/notes.txt: not a picture (JPEG, PNG, PGM, BMP, GIF, TGA) nor an IDX images file (stb_image: unknown image type)" \
+expect "cannot read image $work/notes.txt: not a picture (JPEG, PNG, PGM, BMP, GIF, TGA) nor an IDX images file" \
   predict --checkpoint "$ckpt" "$work/notes.txt"
 expect "cannot read image $work/nope.png: no such file" predict --checkpoint "$ckpt" "$work/nope.png"
 expect "--top-k must be between 1 and 10, got 0" predict --checkpoint "$ckpt" --top-k 0 "$work/notes.txt"
 expect "checkpoint $work/cut.ckpt is damaged: it is truncated (100 bytes, $(stat -c %s "$ckpt") expected); use an earlier checkpoint" \
   evaluate --checkpoint "$work/cut.ckpt"
 expect "--test-limit must be >= 0, got -5" evaluate --checkpoint "$ckpt" --test-limit -5
-expect "Fashion-MNIST directory '/nonexistent/fm' does not exist; install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass --data DIR" \
+expect "data '/nonexistent/fm' does not exist; check the path given to --data" \
   evaluate --checkpoint "$ckpt" --data /nonexistent/fm
 expect "cannot write SVG plot /nonexistent/dir/c.svg: No such file or directory" \
   evaluate --checkpoint "$ckpt" --data "$data" --test-limit 16 --confusion-svg /nonexistent/dir/c.svg

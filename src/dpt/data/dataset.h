@@ -60,4 +60,9 @@ class Dataset {
 // "0", "1", ..., the names of classes that have none of their own.
 std::vector<std::string> numbered_classes(int64_t count);
 
+// How two lists of class names differ, for a message: "class 4 is 'Coat' in A, 'coat' in
+// B" for the first name that differs, else "10 classes in A, 11 in B"; "" when equal.
+std::string class_difference(const std::vector<std::string>& a, const std::string& a_name,
+                             const std::vector<std::string>& b, const std::string& b_name);
+
 }  // namespace dpt::data

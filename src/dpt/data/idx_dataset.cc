@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dpt/data/data_error.h"
+#include "dpt/data/fashion_mnist.h"
 #include "dpt/data/idx.h"
 
 namespace dpt::data {
@@ -123,10 +124,47 @@ std::vector<std::string> read_class_names(const std::filesystem::path& file) {
     names.push_back(line);
   }
   while (!names.empty() && names.back().empty()) names.pop_back();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!is_utf8(names[i])) {
+      throw DataError("the class names file " + in_quotes(file) + ": line " + std::to_string(i + 1) + " ('" +
+                      printable(names[i]) + "') is not UTF-8; save the file as UTF-8");
+    }
+  }
   if (names.empty()) {
     throw DataError("the class names file " + in_quotes(file) + " names no class; write one name per line, in label order");
   }
   return names;
+}
+
+std::vector<std::string> classes_of_labels(const std::vector<int64_t>& train_labels, const std::string& where,
+                                           const std::filesystem::path& names_file) {
+  if (train_labels.empty()) throw DataError("the training split of " + where + " is empty (0 examples); give it examples");
+  const int64_t largest = *std::max_element(train_labels.begin(), train_labels.end());
+  // More class numbers than examples leaves some without one; said before anything is
+  // allocated for a label as large as 2^63 - 1.
+  if (static_cast<uint64_t>(largest) >= train_labels.size()) {
+    throw DataError("the training labels of " + where + " run up to " + std::to_string(largest) + ", more classes than " +
+                    "its " + std::to_string(train_labels.size()) + " training examples can cover: a damaged label, " +
+                    "or classes without examples; name the classes in " + in_quotes(names_file) +
+                    ", one per line, to train on them anyway");
+  }
+  const int64_t count = largest + 1;
+  std::vector<bool> seen(static_cast<size_t>(count));
+  for (int64_t label : train_labels) seen[static_cast<size_t>(label)] = true;
+  std::string missing;
+  int64_t missing_count = 0;
+  for (int64_t c = 0; c < count; ++c) {
+    if (seen[static_cast<size_t>(c)]) continue;
+    if (++missing_count <= 5) missing += (missing.empty() ? "" : ", ") + std::to_string(c);
+  }
+  if (missing_count > 0) {
+    throw DataError("the training labels of " + where + " run up to " + std::to_string(count - 1) + ", but " +
+                    std::to_string(missing_count) + " of the classes 0-" + std::to_string(count - 1) +
+                    " have no training example (" + missing + (missing_count > 5 ? ", ..." : "") +
+                    "): a damaged label, or classes without examples; name the classes in " + in_quotes(names_file) +
+                    ", one per line, to train on them anyway");
+  }
+  return numbered_classes(count);
 }
 
 InMemoryDataset load_idx(const std::filesystem::path& dir, Split split) {
@@ -136,12 +174,15 @@ InMemoryDataset load_idx(const std::filesystem::path& dir, Split split) {
     return read_split(dir, split, idx_naming(), read_class_names(names_file),
                       "add its class to " + in_quotes(names_file) + " or fix the label");
   }
+  if (!std::filesystem::exists(dir, ec) && dir != std::filesystem::path(kDefaultDataDir) && !named_fashion(dir)) {
+    throw DataError("data " + in_quotes(dir) + " does not exist; check the path given to `data_dir`");
+  }
   if (named_fashion(dir) || !std::filesystem::exists(dir, ec)) return load_fashion_mnist(dir, split);
   // No names: the numbers up to the largest label of the training split, which every split shares.
   InMemoryDataset data = read_split(dir, split, idx_naming(), {}, "");
   if (split == Split::test) {
     const InMemoryDataset train = read_split(dir, Split::train, idx_naming(), {}, "");
-    data.class_names = train.info().classes;
+    data.class_names = classes_of_labels(train.labels, in_quotes(dir), names_file);
     for (size_t i = 0; i < data.labels.size(); ++i) {
       if (data.labels[i] >= static_cast<int64_t>(data.class_names.size())) {
         throw DataError("IDX test label at index " + std::to_string(i) + " is " + std::to_string(data.labels[i]) +
@@ -150,7 +191,7 @@ InMemoryDataset load_idx(const std::filesystem::path& dir, Split split) {
       }
     }
   } else {
-    data.class_names = data.info().classes;
+    data.class_names = classes_of_labels(data.labels, in_quotes(dir), names_file);
   }
   return data;
 }

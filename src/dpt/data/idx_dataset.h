@@ -35,7 +35,13 @@ InMemoryDataset load_idx(const std::filesystem::path& dir, Split split);
 InMemoryDataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
 
 // Class names read from a text file, one per line (blank lines at the end ignored). Throws
-// DataError naming the file when it cannot be read or holds no name.
+// DataError naming the file when it cannot be read, holds no name or a line that is not UTF-8.
 std::vector<std::string> read_class_names(const std::filesystem::path& file);
 
+// The classes of data that names none: "0" up to the largest training label. Throws
+// DataError (naming `where` and, as the fix, `names_file`) when the training labels are
+// empty or leave a class number without an example: a stray label 200 among 0-9 would
+// otherwise make 191 classes nothing is trained on.
+std::vector<std::string> classes_of_labels(const std::vector<int64_t>& train_labels, const std::string& where,
+                                           const std::filesystem::path& names_file);
 }  // namespace dpt::data

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <thread>
 
 #include "dpt/data/data_error.h"
 #include "dpt/data/pictures.h"
@@ -19,11 +20,29 @@ bool is_picture(const std::filesystem::path& file) {
   return false;
 }
 
+// A folder or file that cannot be listed or looked at (a symbolic link that points back
+// into itself, no permission), named with the system's reason.
+[[noreturn]] void unreadable(const std::filesystem::path& path, const std::error_code& ec) {
+  const std::string fix = ec == std::errc::too_many_symbolic_link_levels
+                              ? "a symbolic link there points back into itself (a loop); remove or fix the link"
+                              : "check that it exists and is readable";
+  throw DataError("cannot read " + in_quotes(path) + " (" + ec.message() + "); " + fix);
+}
+
 std::vector<std::filesystem::path> sorted_entries(const std::filesystem::path& dir, bool folders) {
   std::vector<std::filesystem::path> out;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (folders ? entry.is_directory() : (entry.is_regular_file() && is_picture(entry.path()))) out.push_back(entry.path());
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code status_ec;
+    const std::filesystem::file_status status = it->status(status_ec);
+    if (status_ec && status_ec != std::errc::no_such_file_or_directory) unreadable(it->path(), status_ec);
+    if (folders ? std::filesystem::is_directory(status)
+                : (std::filesystem::is_regular_file(status) && is_picture(it->path()))) {
+      out.push_back(it->path());
+    }
   }
+  if (ec) unreadable(dir, ec);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -53,6 +72,12 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
   const bool own_classes = classes_.empty();
   for (const std::filesystem::path& class_dir : class_dirs) {
     const std::string name = class_dir.filename().string();
+    // Checked now, not when the first checkpoint records the names (JSON is UTF-8).
+    if (!is_utf8(name)) {
+      throw DataError("class folder " + in_quotes(class_dir) +
+                      " has a name that is not UTF-8 (its bytes are shown as \\xNN); rename it with UTF-8 characters "
+                      "(e.g. convmv -f latin1 -t utf8), since the class names go into checkpoints and reports");
+    }
     if (own_classes) classes_.push_back(name);
     const auto known = std::find(classes_.begin(), classes_.end(), name);
     if (known == classes_.end()) {
@@ -70,21 +95,18 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
     }
   }
   // The headers tell the channels (and the default size) without decoding the pictures.
+  const std::vector<std::string> problems = check_pictures();
   int64_t colour = 0;
   size_t kept = 0;
+  PictureHeader first;
   for (size_t i = 0; i < files_.size(); ++i) {
-    const PictureHeader header = read_picture_header(files_[i]);
-    const int channels = header.channels;
-    const char* problem = channels == 0          ? "neither libjpeg-turbo nor stb_image reads it"
-                          : !header.ends_whole ? "the file ends before the picture does (cut short)"
-                                               : nullptr;
-    if (problem) {
-      if (options_.on_bad_image == OnBadImage::stop) {
-        throw DataError("cannot decode picture " + in_quotes(files_[i]) + ": " + problem + "; " + bad_image_fix());
-      }
+    if (!problems[i].empty()) {
+      if (options_.on_bad_image == OnBadImage::stop) throw DataError(problems[i] + "; " + bad_image_fix());
       continue;
     }
-    colour += channels >= 3;
+    const PictureHeader header = read_picture_header(files_[i]);
+    if (kept == 0) first = header;
+    colour += header.channels >= 3;
     files_[kept] = files_[i];
     labels_[kept] = labels_[i];
     ++kept;
@@ -100,7 +122,6 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
   if (options_.image_size > 0) {
     shape_.height = shape_.width = options_.image_size;
   } else {
-    const Picture first = decode_picture(read_file(files_[0]), in_quotes(files_[0]));
     shape_.height = first.height;
     shape_.width = first.width;
   }
@@ -115,15 +136,50 @@ DataInfo ImageFolder::info() const {
   return info;
 }
 
+std::vector<std::string> ImageFolder::check_pictures() const {
+  std::vector<std::string> problems(files_.size());
+  const auto check = [&](size_t i) {
+    const std::string source = in_quotes(files_[i]);
+    const PictureHeader header = read_picture_header(files_[i]);
+    const char* problem = header.channels == 0 ? "neither libjpeg-turbo nor stb_image reads it"
+                          : !header.ends_whole ? "the file ends before the picture does (cut short)"
+                                               : nullptr;
+    if (problem) {
+      problems[i] = "cannot decode picture " + source + ": " + problem;
+      return;
+    }
+    try {
+      check_picture_size(header, source, options_.max_pixels);
+      // `skip` promises that training never meets a picture that does not decode: a header
+      // can read well over damaged data, so each picture is decoded once here.
+      if (options_.on_bad_image == OnBadImage::skip) decode_picture(read_file(files_[i]), source, options_.max_pixels);
+    } catch (const DataError& e) {
+      problems[i] = e.what();
+    }
+  };
+  const size_t threads = options_.on_bad_image == OnBadImage::skip
+                             ? std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), files_.size()))
+                             : 1;
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files_.size();) check(i);
+  };
+  std::vector<std::jthread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  return problems;
+}
+
 std::vector<uint8_t> ImageFolder::decode(int64_t index) const {
   const std::filesystem::path& file = files_[static_cast<size_t>(index)];
   Picture p;
   try {
-    p = decode_picture(read_file(file), in_quotes(file));
+    p = decode_picture(read_file(file), in_quotes(file), options_.max_pixels);
   } catch (const DataError& e) {
     // Found only now, when its batch is filled: `on_bad_image` skip acts when the folder is
     // opened (a header that does not read, a file cut short), so this stops either way.
-    throw DataError(std::string(e.what()) + "; remove or replace it");
+    throw DataError(std::string(e.what()) + "; remove or replace it, or pass `on_bad_image` skip (which decodes "
+                    "every picture when the folder opens, and leaves out those that fail)");
   }
   p = resized(with_channels(std::move(p), static_cast<int>(shape_.channels)), static_cast<int>(shape_.width),
               static_cast<int>(shape_.height));

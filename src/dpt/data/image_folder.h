@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dpt/data/dataset.h"
+#include "dpt/data/pictures.h"
 
 namespace dpt::data {
 
@@ -23,7 +24,11 @@ enum class OnBadImage { stop, skip };
 struct ImageFolderOptions {
   int64_t image_size = 0;  // the side pictures are resized to; 0: the first picture's size
   int64_t channels = 0;    // 1 or 3; 0: follow the pictures
+  // stop: a picture whose header does not read, that is cut short or larger than
+  // max_pixels stops the opening with its name; skip: such pictures are left out, and every
+  // other picture is decoded once on opening, so that none fails later, mid-training.
   OnBadImage on_bad_image = OnBadImage::stop;
+  int64_t max_pixels = kDefaultMaxImagePixels;  // a picture's width x height (pictures.h)
   // Decoded pictures are kept in memory up to this many bytes (the examples of the lowest
   // indices, as uint8, when first filled); the rest are decoded for every batch. 0: none.
   int64_t cache_bytes = 0;
@@ -54,6 +59,9 @@ class ImageFolder : public Dataset {
 
  private:
   struct Cache;
+  // Per file, why it cannot be used (empty: it can): an unreadable header, a file cut
+  // short, a size past max_pixels, and under skip data that does not decode.
+  std::vector<std::string> check_pictures() const;
   // The example's CHW bytes; throws DataError naming the file when it does not decode.
   std::vector<uint8_t> decode(int64_t index) const;
   // The example's CHW bytes, from the cache or decoded into `scratch` (and cached if room).

@@ -11,6 +11,15 @@ std::vector<std::string> numbered_classes(int64_t count) {
   return names;
 }
 
+std::string class_difference(const std::vector<std::string>& a, const std::string& a_name,
+                             const std::vector<std::string>& b, const std::string& b_name) {
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] != b[i]) return "class " + std::to_string(i) + " is '" + a[i] + "' in " + a_name + ", '" + b[i] + "' in " + b_name;
+  }
+  if (a.size() == b.size()) return "";
+  return std::to_string(a.size()) + " classes in " + a_name + ", " + std::to_string(b.size()) + " in " + b_name;
+}
+
 DataInfo InMemoryDataset::info() const {
   DataInfo info;
   info.shape = {channels, rows, cols};

@@ -3,6 +3,8 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <charconv>
+#include <climits>
 #include <cstring>
 #include <memory>
 #include <regex>
@@ -26,9 +28,16 @@ T little(const uint8_t* p) {
   return v;
 }
 
+std::regex field_pattern(const std::string& key) {
+  return std::regex("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
+}
+
 // The .npy header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 std::string header_field(const std::string& header, const std::string& key, const std::string& source) {
-  const std::regex pattern("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
+  // Compiled once per key: the three keys every .npy header has.
+  static const std::regex descr = field_pattern("descr"), fortran = field_pattern("fortran_order"),
+                          shape = field_pattern("shape");
+  const std::regex& pattern = key == "descr" ? descr : key == "fortran_order" ? fortran : shape;
   std::smatch m;
   if (!std::regex_search(header, m, pattern)) {
     throw DataError("NumPy file " + source + " has no '" + key + "' in its header; it is not a valid .npy file");
@@ -77,7 +86,7 @@ std::vector<int64_t> labels_of(const NpyArray& y, const std::string& name, const
   const bool integer = t.size() == 3 && (t[1] == 'i' || t[1] == 'u') && (t[0] == '<' || t[0] == '|');
   if (!integer || y.shape.size() != 1) {
     throw DataError("NumPy array '" + name + "' in " + where + " has dtype '" + t + "' and shape " + shape_text(y.shape) +
-                    "; labels must be one integer per image (shape (N,)): save them with astype('int64')");
+                    "; labels must be one integer class index per image (shape (N,)): save them with astype('int64')");
   }
   const int width = t[2] - '0';
   std::vector<int64_t> labels(static_cast<size_t>(y.shape[0]));
@@ -118,6 +127,10 @@ void images_of(const NpyArray& x, const std::string& name, const std::string& wh
     throw DataError("NumPy array '" + name + "' in " + where + " has shape " + shape_text(s) +
                     "; images must be N x H x W, N x C x H x W or N x H x W x C with C 1 or 3");
   }
+  if (data.rows < 1 || data.cols < 1) {
+    throw DataError("NumPy array '" + name + "' in " + where + " has shape " + shape_text(s) +
+                    ": images of 0 pixels; save images of at least 1 x 1");
+  }
   const int64_t n = s[0], plane = data.rows * data.cols, image = plane * data.channels;
   const auto source = [&](int64_t i, int64_t c, int64_t p) {  // element index in x's order
     return channels_last ? (i * plane + p) * data.channels + c : (i * data.channels + c) * plane + p;
@@ -157,20 +170,46 @@ NpyArray parse_npy(const std::vector<uint8_t>& bytes, const std::string& source)
     throw DataError("NumPy file " + source + " is in Fortran order; save it in C order (numpy.ascontiguousarray)");
   }
   const std::string shape = header_field(header, "shape", source);
-  int64_t count = 1;
-  const std::regex number("\\d+");
+  // The values the shape declares, in 64 bits with every product checked: a crafted header
+  // whose dimensions multiply past 2^64 must not wrap to a count the data seems to match.
+  // A tuple of non-negative integers: "()", "(5,)", "(2, 3)"; "(-5,)" or "(2 3)" is damage.
+  static const std::regex tuple("\\(\\s*(\\d+\\s*,\\s*)*(\\d+\\s*,?\\s*)?\\)");
+  if (!std::regex_match(shape, tuple)) {
+    throw DataError("NumPy file " + source + " declares the shape '" + printable(shape) +
+                    "', not a tuple of sizes; it is damaged, save it again");
+  }
+  uint64_t count = 1;
+  bool overflow = false;
+  static const std::regex number("\\d+");
   for (std::sregex_iterator it(shape.begin(), shape.end(), number), end; it != end; ++it) {
-    a.shape.push_back(std::stoll(it->str()));
-    count *= a.shape.back();
+    const std::string digits = it->str();
+    uint64_t d = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), d);
+    if (ec != std::errc() || d > static_cast<uint64_t>(INT64_MAX)) {
+      throw DataError("NumPy file " + source + " declares a dimension of " + digits +
+                      ", more than any array holds; it is damaged, save it again");
+    }
+    a.shape.push_back(static_cast<int64_t>(d));
+    overflow = overflow || __builtin_mul_overflow(count, d, &count);
   }
-  if (a.dtype.size() < 3 || (a.dtype[0] == '>' && a.dtype.substr(1) != "u1" && a.dtype.substr(1) != "i1")) {
-    throw DataError("NumPy file " + source + " has dtype '" + a.dtype + "'; save it little-endian (astype('<f4'))");
+  const std::string& t = a.dtype;
+  const bool known = t.size() == 3 && (t[0] == '<' || t[0] == '|' || (t[0] == '>' && t[2] == '1')) &&
+                     (t[1] == 'u' || t[1] == 'i' || t[1] == 'f' || t[1] == 'b') &&
+                     (t[2] == '1' || t[2] == '2' || t[2] == '4' || t[2] == '8');
+  if (!known) {
+    const bool objects = t.size() >= 2 && t[1] == 'O';
+    throw DataError("NumPy file " + source + " has dtype '" + printable(t) + "'" +
+                    (objects ? " (Python objects)" : t.size() == 3 && t[0] == '>' ? " (big-endian)" : "") +
+                    ", which dptrain does not read; save numbers, little-endian: images as uint8 or float32, labels "
+                    "as int64 (e.g. numpy.save(f, a.astype('int64')))");
   }
-  const int64_t width = std::atoi(a.dtype.c_str() + 2);
-  if (width < 1 || static_cast<int64_t>(bytes.size() - start) != count * width) {
-    throw DataError("NumPy file " + source + " holds " + std::to_string(bytes.size() - start) + " data bytes where its " +
-                    "header declares " + std::to_string(count) + " values of '" + a.dtype +
-                    "'; it is cut short or damaged, save it again");
+  const uint64_t width = static_cast<uint64_t>(t[2] - '0');
+  const uint64_t data_bytes = bytes.size() - start;
+  if (overflow || count > data_bytes / width || count * width != data_bytes) {
+    throw DataError("NumPy file " + source + " holds " + std::to_string(data_bytes) + " data bytes where its header " +
+                    "declares shape " + shape_text(a.shape) + " of '" + t + "' (" +
+                    (overflow ? "more than 2^64 values" : std::to_string(count) + " values") +
+                    "); it is cut short or damaged, save it again");
   }
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(start), bytes.end());
   return a;
@@ -195,9 +234,23 @@ std::vector<std::pair<std::string, NpyArray>> read_npz(const std::filesystem::pa
     if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> f(zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0),
                                                          zip_fclose);
-    std::vector<uint8_t> bytes(st.size);
-    if (!f || zip_fread(f.get(), bytes.data(), st.size) != static_cast<zip_int64_t>(st.size)) {
-      throw DataError("cannot read '" + name + "' from the NumPy archive " + in_quotes(file) + "; the archive is damaged");
+    // Read in pieces as they arrive: the size the archive declares is not trusted with one
+    // allocation (a damaged entry would cost a giant allocation rather than an error).
+    std::vector<uint8_t> bytes;
+    constexpr zip_uint64_t kPiece = zip_uint64_t{1} << 20;
+    bool whole = f != nullptr;
+    while (whole && bytes.size() < st.size) {
+      const size_t have = bytes.size();
+      const zip_uint64_t piece = std::min<zip_uint64_t>(st.size - have, kPiece);
+      bytes.resize(have + piece);
+      whole = zip_fread(f.get(), bytes.data() + have, piece) == static_cast<zip_int64_t>(piece);
+    }
+    // Reading past the end lets libzip check the entry's CRC-32 (it does so at its end).
+    uint8_t extra = 0;
+    whole = whole && zip_fread(f.get(), &extra, 1) == 0;
+    if (!whole) {
+      throw DataError("cannot read '" + printable(name) + "' from the NumPy archive " + in_quotes(file) +
+                      "; the archive is damaged, save it again with numpy.savez");
     }
     arrays.emplace_back(name.substr(0, name.size() - 4), parse_npy(bytes, "'" + name + "' in " + in_quotes(file)));
   }
@@ -237,7 +290,7 @@ InMemoryDataset load_numpy(const std::filesystem::path& path, Split split) {
     data.class_names = read_class_names(names);
   } else {
     const std::vector<int64_t> train = split == Split::train ? data.labels : labels_of(require(arrays, "y_train"), "y_train", arrays.where);
-    data.class_names = numbered_classes(train.empty() ? 0 : *std::max_element(train.begin(), train.end()) + 1);
+    data.class_names = classes_of_labels(train, arrays.where, names);
   }
   const int64_t classes = static_cast<int64_t>(data.class_names.size());
   for (size_t i = 0; i < data.labels.size(); ++i) {

@@ -5,6 +5,8 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <climits>
+#include <string_view>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -15,6 +17,11 @@ namespace dpt::data {
 namespace {
 
 bool is_jpeg(const std::vector<uint8_t>& bytes) { return bytes.size() > 3 && bytes[0] == 0xFF && bytes[1] == 0xD8; }
+
+// Bytes that start like a JPEG marker but not with its SOI: stb_image skips the fill bytes
+// and parses them as JPEG, where Debian's stb_image (2022) overruns a Huffman table on a
+// crafted DHT. No picture format starts so, so they are refused before stb_image sees them.
+bool looks_like_mangled_jpeg(const std::vector<uint8_t>& bytes) { return !bytes.empty() && bytes[0] == 0xFF && !is_jpeg(bytes); }
 
 [[noreturn]] void undecodable(const std::string& source, const std::string& reason) {
   throw DataError("cannot decode picture " + source + ": " + reason);
@@ -33,22 +40,66 @@ tjhandle jpeg_decoder() {
   return handle.h;
 }
 
-Picture decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& source) {
-  tjhandle tj = jpeg_decoder();
-  int width = 0, height = 0, subsampling = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsampling,
-                          &colorspace) != 0) {
-    undecodable(source, std::string("libjpeg-turbo: ") + tjGetErrorStr2(tj));
+// The format the first bytes name, for messages: a damaged PNG is "damaged PNG data", not
+// whatever the last decoder stb_image tried had to say.
+std::string format_of(const std::vector<uint8_t>& bytes) {
+  const auto starts = [&](std::string_view magic) {
+    return bytes.size() >= magic.size() && std::equal(magic.begin(), magic.end(), bytes.begin(),
+                                                      [](char m, uint8_t b) { return static_cast<uint8_t>(m) == b; });
+  };
+  if (is_jpeg(bytes)) return "JPEG";
+  if (starts("\x89PNG\r\n\x1a\n")) return "PNG";
+  if (starts("BM")) return "BMP";
+  if (starts("GIF8")) return "GIF";
+  return "";
+}
+
+// What the header declares, without decoding: {channels, size}; channels 0 when neither
+// decoder reads the header.
+PictureHeader header_of(const std::vector<uint8_t>& head) {
+  PictureHeader h;
+  if (looks_like_mangled_jpeg(head)) return h;
+  if (is_jpeg(head)) {
+    int width = 0, height = 0, subsampling = 0, colorspace = 0;
+    if (tjDecompressHeader3(jpeg_decoder(), head.data(), static_cast<unsigned long>(head.size()), &width, &height,
+                            &subsampling, &colorspace) != 0) {
+      return h;
+    }
+    if (width < 1 || height < 1) return h;
+    h.channels = colorspace == TJCS_GRAY ? 1 : 3;
+    h.width = width, h.height = height;
+    return h;
   }
+  int width = 0, height = 0, channels = 0;
+  if (head.size() > static_cast<size_t>(INT_MAX) ||
+      !stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &channels)) {
+    return h;
+  }
+  // A size below 1 (a BMP may declare a negative one, a PNM 0) is no picture to decode.
+  if (width < 1 || height < 1) return h;
+  h.channels = channels;
+  h.width = width, h.height = height;
+  return h;
+}
+
+[[noreturn]] void damaged(const std::vector<uint8_t>& bytes, const std::string& source, const std::string& decoder) {
+  const std::string format = format_of(bytes);
+  undecodable(source, (format.empty() ? "its data is damaged or in a format dptrain does not read"
+                                      : "its " + format + " data is damaged") +
+                          " (" + decoder + ")");
+}
+
+Picture decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& source, const PictureHeader& h) {
+  tjhandle tj = jpeg_decoder();
   Picture p;
-  p.width = width;
-  p.height = height;
-  p.channels = colorspace == TJCS_GRAY ? 1 : 3;
-  p.pixels.resize(static_cast<size_t>(width) * height * p.channels);
-  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), p.pixels.data(), width, 0, height,
+  p.width = static_cast<int>(h.width);
+  p.height = static_cast<int>(h.height);
+  p.channels = h.channels;
+  p.pixels.resize(static_cast<size_t>(p.width) * p.height * p.channels);
+  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), p.pixels.data(), p.width, 0, p.height,
                     p.channels == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_ACCURATEDCT) != 0 &&
       tjGetErrorCode(tj) == TJERR_FATAL) {
-    undecodable(source, std::string("libjpeg-turbo: ") + tjGetErrorStr2(tj));
+    damaged(bytes, source, std::string("libjpeg-turbo: ") + tjGetErrorStr2(tj));
   }
   return p;
 }
@@ -58,7 +109,8 @@ Picture decode_stb(const std::vector<uint8_t>& bytes, const std::string& source)
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
       stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height, &channels, 0),
       stbi_image_free);
-  if (!pixels) undecodable(source, std::string("stb_image: ") + stbi_failure_reason());
+  if (!pixels) damaged(bytes, source, std::string("stb_image: ") + stbi_failure_reason());
+  if (width < 1 || height < 1) damaged(bytes, source, "stb_image: a size of " + std::to_string(width) + "x" + std::to_string(height));
   Picture p;
   p.width = width;
   p.height = height;
@@ -81,26 +133,29 @@ std::vector<uint8_t> read_file(const std::filesystem::path& file) {
   return bytes;
 }
 
-Picture decode_picture(const std::vector<uint8_t>& bytes, const std::string& source) {
+void check_picture_size(const PictureHeader& header, const std::string& source, int64_t max_pixels) {
+  // Both sides are below 2^31 (the decoders' int), so the product cannot overflow.
+  const int64_t pixels = header.width * header.height;
+  if (pixels <= max_pixels) return;
+  throw DataError("picture " + source + " declares " + std::to_string(header.width) + "x" + std::to_string(header.height) +
+                  " pixels (" + std::to_string(pixels) + "), more than the limit of " + std::to_string(max_pixels) +
+                  " (`max_image_pixels`): a damaged header or a decompression bomb; if the picture is real, raise "
+                  "`max_image_pixels`");
+}
+
+Picture decode_picture(const std::vector<uint8_t>& bytes, const std::string& source, int64_t max_pixels) {
   if (bytes.empty()) undecodable(source, "the file is empty");
-  return is_jpeg(bytes) ? decode_jpeg(bytes, source) : decode_stb(bytes, source);
+  const PictureHeader header = header_of(bytes);
+  if (header.channels == 0) {
+    const std::string format = format_of(bytes);
+    undecodable(source, format.empty() ? "it is not a picture dptrain reads (JPEG, PNG, BMP, GIF, TGA, PNM)"
+                                       : "its " + format + " header is damaged");
+  }
+  check_picture_size(header, source, max_pixels);
+  return is_jpeg(bytes) ? decode_jpeg(bytes, source, header) : decode_stb(bytes, source);
 }
 
 namespace {
-
-int header_channels(const std::vector<uint8_t>& head) {
-  if (is_jpeg(head)) {
-    int width = 0, height = 0, subsampling = 0, colorspace = 0;
-    if (tjDecompressHeader3(jpeg_decoder(), head.data(), static_cast<unsigned long>(head.size()), &width, &height,
-                            &subsampling, &colorspace) != 0) {
-      return 0;
-    }
-    return colorspace == TJCS_GRAY ? 1 : 3;
-  }
-  int width = 0, height = 0, channels = 0;
-  if (!stbi_info_from_memory(head.data(), static_cast<int>(head.size()), &width, &height, &channels)) return 0;
-  return channels;
-}
 
 bool ends_whole(const std::vector<uint8_t>& head, const std::vector<uint8_t>& tail) {
   static constexpr uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
@@ -130,14 +185,16 @@ PictureHeader read_picture_header(const std::filesystem::path& file) {
   // The last 64 bytes: from the head when it holds the whole file, else read from the end.
   const std::streamoff tail_size = std::min<std::streamoff>(size, 64);
   std::vector<uint8_t> tail(static_cast<size_t>(tail_size));
+  PictureHeader header = header_of(head);
   if (static_cast<std::streamoff>(head.size()) == size) {
     std::copy(head.end() - tail_size, head.end(), tail.begin());
   } else {
     in.seekg(size - tail_size);
     in.read(reinterpret_cast<char*>(tail.data()), tail_size);
-    if (!in) return {header_channels(head), true};
+    if (!in) return header;
   }
-  return {header_channels(head), ends_whole(head, tail)};
+  header.ends_whole = ends_whole(head, tail);
+  return header;
 }
 
 // By value: a picture that already has the channels (or size) is moved through, not copied.

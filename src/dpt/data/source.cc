@@ -80,6 +80,7 @@ Splits load_folder(const DataOptions& o) {
   options.image_size = o.image_size;
   options.channels = o.channels;
   options.on_bad_image = o.on_bad_image == "skip" ? OnBadImage::skip : OnBadImage::stop;
+  options.max_pixels = o.max_image_pixels;
   options.warn = o.warn;
   // The budget goes to the training split first, the test split gets what is left.
   options.cache_bytes = o.data_cache * (int64_t{1} << 20);
@@ -96,22 +97,33 @@ Splits load_folder(const DataOptions& o) {
   return s;
 }
 
+// A split held in memory, cut to `limit` examples before it is resized: `train_limit` 16 at
+// `image_size` 224 resizes 16 pictures, not the whole split. Only splits the data holds of
+// its own are cut here; a held-out split is cut after the hold-out (load_data).
+std::shared_ptr<const Dataset> in_memory(InMemoryDataset data, const DataOptions& o, int64_t limit) {
+  if (limit > 0 && limit < data.size()) data = take_first(data, limit);
+  return in_memory(std::move(data), o);
+}
+
 Splits load_splits(const DataOptions& o, const std::string& format) {
   const fs::path dir = o.data_dir;
-  if (format == "idx") return {in_memory(load_idx(dir, Split::train), o), in_memory(load_idx(dir, Split::test), o), "idx"};
+  if (format == "idx") {
+    return {in_memory(load_idx(dir, Split::train), o, o.train_limit), in_memory(load_idx(dir, Split::test), o, o.test_limit),
+            "idx"};
+  }
   if (format == "cifar") {
     const CifarLabels labels = o.cifar_labels == "coarse" ? CifarLabels::coarse : CifarLabels::fine;
-    return {in_memory(load_cifar(dir, Split::train, labels), o), in_memory(load_cifar(dir, Split::test, labels), o),
-            is_cifar100_dir(dir) ? "cifar-100" : "cifar-10"};
+    return {in_memory(load_cifar(dir, Split::train, labels), o, o.train_limit),
+            in_memory(load_cifar(dir, Split::test, labels), o, o.test_limit), is_cifar100_dir(dir) ? "cifar-100" : "cifar-10"};
   }
   if (format == "numpy") {
     std::error_code ec;
     if (!fs::exists(dir, ec)) {
       throw DataError("NumPy data " + in_quotes(dir) + " does not exist; pass `data_dir` an .npz file or a folder of .npy files");
     }
-    Splits s{in_memory(load_numpy(dir, Split::train), o), nullptr, "numpy"};
-    if (numpy_has_test_split(dir)) s.test = in_memory(load_numpy(dir, Split::test), o);
-    return s;
+    if (!numpy_has_test_split(dir)) return {in_memory(load_numpy(dir, Split::train), o), nullptr, "numpy"};
+    return {in_memory(load_numpy(dir, Split::train), o, o.train_limit), in_memory(load_numpy(dir, Split::test), o, o.test_limit),
+            "numpy"};
   }
   return load_folder(o);
 }
@@ -131,13 +143,24 @@ void validate(const DataOptions& o) {
     throw ConfigError("test_split", "`test_split` must be a fraction in [0, 1), got " + std::to_string(o.test_split));
   }
   if (o.random_crop < 0) throw ConfigError("random_crop", "`random_crop` must be >= 0 pixels of padding, got " + std::to_string(o.random_crop));
+  if (o.max_image_pixels < 1) {
+    throw ConfigError("max_image_pixels", "`max_image_pixels` must be >= 1, got " + std::to_string(o.max_image_pixels));
+  }
+  // Checked before any picture is resized: image_size 100000 would ask for 10^10 pixels a picture.
+  if (o.image_size > 0 && o.image_size > o.max_image_pixels / o.image_size) {
+    throw ConfigError("image_size", "`image_size` " + std::to_string(o.image_size) + " makes pictures of " +
+                                        std::to_string(o.image_size) + "x" + std::to_string(o.image_size) +
+                                        " pixels, more than `max_image_pixels` " + std::to_string(o.max_image_pixels) +
+                                        "; choose a smaller `image_size` (e.g. 224), or raise `max_image_pixels`");
+  }
 }
 
 std::string detect_format(const DataOptions& o) {
   if (o.data_format != "auto") return o.data_format;
   const fs::path path = o.data_dir;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return "idx";  // the default data's own message, with the package's hint
+  // IDX's message names what is missing, with the Debian package's hint for Fashion-MNIST.
+  if (!fs::exists(path, ec)) return "idx";
   if (path.extension() == ".npz" || (fs::is_directory(path, ec) && fs::exists(path / "x_train.npy", ec))) return "numpy";
   if (fs::is_directory(path, ec)) {
     if (holds_idx(path)) return "idx";
@@ -150,6 +173,22 @@ std::string detect_format(const DataOptions& o) {
                   "idx, cifar, folder or numpy");
 }
 
+void check_trainable(const Dataset& train, const Dataset& test, const std::string& data_dir) {
+  if (train.size() == 0) {
+    throw DataError("the training split of " + in_quotes(data_dir) + " is empty (0 examples); give it examples");
+  }
+  if (test.size() == 0) {
+    throw DataError("the test split of " + in_quotes(data_dir) + " is empty (0 examples); give it examples, or leave " +
+                    "it out and pass `test_split` FRACTION");
+  }
+  const std::vector<std::string> classes = train.info().classes;
+  if (classes.size() < 2) {
+    throw DataError("the data of " + in_quotes(data_dir) + " has one class only" +
+                    (classes.empty() ? std::string() : " ('" + printable(classes[0]) + "')") +
+                    "; a classifier needs two or more");
+  }
+}
+
 void check_splits_agree(const Dataset& train, const Dataset& test) {
   const DataInfo a = train.info(), b = test.info();
   if (a.shape != b.shape) {
@@ -158,7 +197,8 @@ void check_splits_agree(const Dataset& train, const Dataset& test) {
   }
   if (a.classes != b.classes) {
     throw DataError("the test split names " + std::to_string(b.classes.size()) + " classes, the training split " +
-                    std::to_string(a.classes.size()) + "; both splits must share one list of classes");
+                    std::to_string(a.classes.size()) + " (" + class_difference(a.classes, "the training split", b.classes, "the test split") +
+                    "); both splits must share one list of classes");
   }
 }
 
@@ -182,6 +222,7 @@ LoadedData load_data(const DataOptions& o) {
   if (o.train_limit > 0) s.train = first_examples(s.train, o.train_limit);
   if (o.test_limit > 0) s.test = first_examples(s.test, o.test_limit);
   check_splits_agree(*s.train, *s.test);
+  check_trainable(*s.train, *s.test, o.data_dir);
 
   std::vector<std::shared_ptr<const Transform>> train_transforms, test_transforms;
   if (o.random_crop > 0) train_transforms.push_back(random_crop(o.random_crop));

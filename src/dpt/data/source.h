@@ -13,6 +13,7 @@
 
 #include "dpt/data/dataset.h"
 #include "dpt/data/idx_dataset.h"
+#include "dpt/data/pictures.h"
 
 namespace dpt::data {
 
@@ -30,6 +31,7 @@ struct DataOptions {
   double test_split = 0;                   // held out of the training data where no test split exists
   std::string cifar_labels = "fine";       // kCifarLabels: CIFAR-100's label set
   std::string on_bad_image = "stop";       // kOnBadImages: an image folder's undecodable pictures
+  int64_t max_image_pixels = kDefaultMaxImagePixels;  // a picture's width x height, read from its header
   int64_t data_cache = 2048;               // MiB of an image folder's decoded pictures kept, per process
   int64_t train_limit = 0;                 // the first N examples of a split; 0: all
   int64_t test_limit = 0;
@@ -52,12 +54,15 @@ void validate(const DataOptions& options);
 
 // The format `data_dir` holds: idx, cifar, folder or numpy. The named one unless "auto".
 // Throws DataError when auto finds none (naming what each format looks like), and for a
-// path that does not exist (with the Fashion-MNIST package's hint).
+// path that does not exist (with the Fashion-MNIST package's hint only for the default data).
 std::string detect_format(const DataOptions& options);
 
 // Both splits, ready for the loader. Throws DataError (bad data, named with its fix) or
 // ConfigError (a setting that cannot apply to this data).
 LoadedData load_data(const DataOptions& options);
+
+// Throws DataError for an empty split or data of fewer than two classes.
+void check_trainable(const Dataset& train, const Dataset& test, const std::string& data_dir);
 
 // Throws DataError unless `test` has `train`'s image shape and classes.
 void check_splits_agree(const Dataset& train, const Dataset& test);

@@ -48,10 +48,12 @@ std::shared_ptr<const data::Dataset> test_data_for(const data::DataInfo& trained
   std::shared_ptr<const data::Dataset> test = data::load_data(options).test;
   const data::DataInfo info = test->info();
   if (info.shape != trained.shape || info.classes != trained.classes) {
+    const std::string classes = data::class_difference(trained.classes, "the model", info.classes, "the test split");
     throw data::DataError("the model was trained on " + trained.shape.str() + " images in " +
                           std::to_string(trained.classes.size()) + " classes, the test split of '" + options.data_dir +
                           "' holds " + info.shape.str() + " images in " + std::to_string(info.classes.size()) +
-                          " classes; pass the `data_dir` it was trained on");
+                          " classes" + (classes.empty() ? "" : " (" + classes + ")") +
+                          "; pass the `data_dir` it was trained on");
   }
   if (!trained.mean.empty()) test = data::transformed(test, {data::normalize(trained.mean, trained.stddev)});
   return test;

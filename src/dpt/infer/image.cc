@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "dpt/data/data_error.h"
 #include "dpt/data/idx.h"
 
 namespace dpt::infer {
@@ -110,15 +111,19 @@ InputImage preprocess(const data::Picture& picture, const data::DataInfo& data, 
   return out;
 }
 
-std::vector<InputImage> load_images(const std::filesystem::path& file, const data::DataInfo& data) {
+std::vector<InputImage> load_images(const std::filesystem::path& file, const data::DataInfo& data, int64_t max_pixels) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(file, error)) {
     unreadable(file, std::filesystem::exists(file, error) ? "not a regular file" : "no such file");
   }
   if (looks_like_idx(file)) return idx_images(file, data);
+  // A size past the limit is its own message (with the setting that raises it), before decoding.
+  const data::PictureHeader header = data::read_picture_header(file);
+  if (header.channels == 0) unreadable(file, "not a picture (JPEG, PNG, PGM, BMP, GIF, TGA) nor an IDX images file");
+  data::check_picture_size(header, data::in_quotes(file), max_pixels);
   data::Picture picture;
   try {
-    picture = data::decode_picture(data::read_file(file), file.string());
+    picture = data::decode_picture(data::read_file(file), file.string(), max_pixels);
   } catch (const std::exception& e) {
     std::string why = e.what();  // "cannot decode picture FILE: REASON": the file is named already
     const std::string prefix = "cannot decode picture " + file.string() + ": ";

@@ -38,6 +38,8 @@ InputImage preprocess(const data::Picture& picture, const data::DataInfo& data, 
 
 // The images in `file`: one for a picture, every image of an IDX file. Throws
 // std::runtime_error "cannot read image FILE: REASON" for a file that is neither.
-std::vector<InputImage> load_images(const std::filesystem::path& file, const data::DataInfo& data);
+// Pictures declaring more than `max_pixels` pixels are refused before they are decoded.
+std::vector<InputImage> load_images(const std::filesystem::path& file, const data::DataInfo& data,
+                                    int64_t max_pixels = data::kDefaultMaxImagePixels);
 
 }  // namespace dpt::infer
