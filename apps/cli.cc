@@ -77,6 +77,8 @@ constexpr std::array kFieldFlags{
     FieldFlag{"keep_checkpoints", "--keep-checkpoints"},
     FieldFlag{"resume", "--resume"},
     FieldFlag{"resume_if_any", "--resume-if-any"},
+    FieldFlag{"resume_run", "--resume-run"},
+    FieldFlag{"share_checkpoint_dir", "--share-checkpoint-dir"},
     FieldFlag{"on_nan", "--on-nan"},
     FieldFlag{"dist", "--dist"},
     FieldFlag{"bucket_mb", "--bucket-mb"},
@@ -287,6 +289,12 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
   train.add_flag(flag("resume"), j.resume,
                  "Continue from the newest intact checkpoint in --checkpoint-dir (same settings: the result is "
                  "bit for bit that of an uninterrupted run on the same devices)");
+  train.add_option(flag("resume_run"), j.resume_run,
+                   "With --resume: the run to continue (its id, as checkpoint-info prints it), where --checkpoint-dir "
+                   "holds the checkpoints of several runs");
+  train.add_flag(flag("share_checkpoint_dir"), j.share_checkpoint_dir,
+                 "Start a fresh run in a --checkpoint-dir that holds another run's checkpoints, writing beside them "
+                 "(each run prunes and resumes only its own); without it such a folder is refused");
   train.add_flag(flag("resume_if_any"), j.resume_if_any,
                  "As --resume, but start from the first step when no checkpoint is found (dptrain launch passes "
                  "it when it restarts a job)");
@@ -359,7 +367,9 @@ void add_train_flags(CLI::App& train, train::JobConfig& j) {
 }
 
 void add_evaluate_flags(CLI::App& cmd, EvaluateSettings& s) {
-  cmd.add_option(flag("checkpoint"), s.checkpoint, "A step-*.ckpt file that dptrain train --checkpoint-dir wrote")
+  cmd.add_option(flag("checkpoint"), s.checkpoint,
+                 "A step-*.ckpt file that dptrain train --checkpoint-dir wrote, or that folder (its newest intact "
+                 "checkpoint)")
       ->required();
   cmd.add_option(flag("devices"), s.devices,
                  "Devices to evaluate on, each test batch split over them: cpu:N, cuda:0,cuda:1 or a count")

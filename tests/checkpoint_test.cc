@@ -242,6 +242,43 @@ TEST(CheckpointDir, SavesAtomicallyAndKeepsTheNewest) {
   EXPECT_TRUE(std::filesystem::exists(dir / "step-12.ckpt"));
 }
 
+// A folder shared by two runs: each run prunes only its own files, a step both runs reach
+// keeps both files, and resuming needs the run named.
+TEST(CheckpointDir, PrunesAndResumesOnlyItsOwnRun) {
+  const auto dir = fresh_dir("two_runs");
+  const auto of_run = [](int64_t step, const std::string& run) {
+    Checkpoint c = sample(step);
+    c.run_id = run;
+    return c;
+  };
+  checkpoint::save(dir, of_run(9998, "aaaaaaaaaaaaaaaa"), 2);
+  checkpoint::save(dir, of_run(9999, "aaaaaaaaaaaaaaaa"), 2);
+  checkpoint::save(dir, of_run(8, "bbbbbbbbbbbbbbbb"), 2);
+  checkpoint::save(dir, of_run(16, "bbbbbbbbbbbbbbbb"), 2);
+  checkpoint::save(dir, of_run(9999, "bbbbbbbbbbbbbbbb"), 2);
+  std::vector<std::string> names;
+  for (const auto& f : checkpoint::list(dir)) names.push_back(f.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"step-000000016.ckpt", "step-000009998.ckpt",
+                                              "step-000009999-bbbbbbbbbbbbbbbb.ckpt", "step-000009999.ckpt"}));
+  EXPECT_EQ(checkpoint::load(dir / "step-000009999.ckpt").run_id, "aaaaaaaaaaaaaaaa") << "not replaced";
+  EXPECT_THAT(error_of<CheckpointError>([&] { checkpoint::load_latest(dir); }),
+              HasSubstr("holds the checkpoints of 2 runs; pass `resume_run` with the id of the one to continue:\n"
+                        "  run aaaaaaaaaaaaaaaa: newest step-000009999.ckpt, 2 files\n"
+                        "  run bbbbbbbbbbbbbbbb: newest step-000009999-bbbbbbbbbbbbbbbb.ckpt, 2 files"));
+  EXPECT_EQ(checkpoint::load_latest(dir, "bbbbbbbbbbbbbbbb").file.filename(), "step-000009999-bbbbbbbbbbbbbbbb.ckpt");
+  EXPECT_EQ(checkpoint::read_metadata(dir / "step-000000016.ckpt").run_id, "bbbbbbbbbbbbbbbb");
+}
+
+// The recorded input shape is bounded side by side: a product of sides that overflows int64
+// must not wrap into a plausible size.
+TEST(Checkpoint, RefusesARecordedShapeWhoseProductOverflows) {
+  Checkpoint c = sample();
+  c.data.shape = {int64_t{1} << 27, int64_t{1} << 27, int64_t{1} << 27};
+  const std::vector<uint8_t> bytes = checkpoint::encode(c);
+  EXPECT_THAT(error_of<CheckpointError>([&] { checkpoint::decode(bytes, "f.ckpt"); }),
+              HasSubstr("its recorded data shape 134217728x134217728x134217728 or class count 10 is impossible"));
+}
+
 TEST(CheckpointDir, SkipsADamagedNewestFileAndKeepsThePrevious) {
   const auto dir = fresh_dir("damaged");
   checkpoint::save(dir, sample(3));

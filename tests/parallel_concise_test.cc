@@ -466,7 +466,7 @@ TEST(ConciseTrain, RejectsNoEpochsAndStopsOnDivergence) {
     ADD_FAILURE() << "training on a NaN loss did not stop";
   } catch (const dpt::train::DivergenceError& e) {
     EXPECT_STREQ(e.what(),
-                 "training diverged in epoch 1, step 1: the loss is nan. Lower `lr` (now 0.250000), check the "
+                 "training diverged in epoch 1, step 1: the loss is nan. Lower `lr` (now 0.25), check the "
                  "input data, or pass `on_nan` skip to drop such steps and go on");
   }
   EXPECT_EQ(epochs_done, 0);

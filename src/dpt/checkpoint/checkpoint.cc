@@ -3,7 +3,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <fstream>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -149,6 +152,36 @@ nlohmann::json history_json(const std::vector<EpochStats>& history) {
   return list;
 }
 
+// An integer field: a number with a fraction or past the type's range is refused (nlohmann's
+// get<int64_t>() would convert it, undefined past the range).
+template <class Int>
+Int integer(const nlohmann::json& value) {
+  if (!value.is_number_integer()) throw std::invalid_argument("'" + value.dump() + "' is not an integer");
+  if (value.is_number_unsigned()) {
+    const uint64_t v = value.get<uint64_t>();
+    if (v > static_cast<uint64_t>(std::numeric_limits<Int>::max())) throw std::invalid_argument(value.dump() + " is too large");
+    return static_cast<Int>(v);
+  }
+  const int64_t v = value.get<int64_t>();
+  if (v < static_cast<int64_t>(std::numeric_limits<Int>::min()) ||
+      (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
+    throw std::invalid_argument(value.dump() + " is out of range");
+  }
+  return static_cast<Int>(v);
+}
+
+// Floats that must be finite (normalization): 1e300 would read as inf and be written back as null.
+std::vector<float> finite_floats(const nlohmann::json& list) {
+  std::vector<float> out;
+  for (const nlohmann::json& v : list) {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || !std::isfinite(static_cast<float>(v.get<double>()))) {
+      throw std::invalid_argument("'" + v.dump() + "' is not a finite float");
+    }
+    out.push_back(static_cast<float>(v.get<double>()));
+  }
+  return out;
+}
+
 // JSON has no NaN or infinity: nlohmann writes them as null (an epoch whose every step
 // was skipped has a NaN mean loss), so null reads back as NaN.
 double number(const nlohmann::json& value) {
@@ -159,7 +192,7 @@ std::vector<EpochStats> history_from(const nlohmann::json& list) {
   std::vector<EpochStats> history;
   for (const nlohmann::json& e : list) {
     EpochStats s;
-    s.epoch = e.at("epoch").get<int>();
+    s.epoch = integer<int>(e.at("epoch"));
     s.train_loss = number(e.at("train_loss"));
     s.train_acc = number(e.at("train_acc"));
     s.test_acc = number(e.at("test_acc"));
@@ -182,18 +215,23 @@ nlohmann::json data_json(const data::DataInfo& d) {
 
 data::DataInfo data_from(const nlohmann::json& j) {
   data::DataInfo d;
-  const std::vector<int64_t> shape = j.at("shape").get<std::vector<int64_t>>();
+  std::vector<int64_t> shape;
+  for (const nlohmann::json& d : j.at("shape")) shape.push_back(integer<int64_t>(d));
   if (shape.size() != 3) throw std::invalid_argument("the recorded input shape is not channels, height, width");
   d.shape = {shape[0], shape[1], shape[2]};
   d.classes = j.at("classes").get<std::vector<std::string>>();
   d.light_on_dark = j.at("light_on_dark").get<bool>();
-  d.mean = j.at("mean").get<std::vector<float>>();
-  d.stddev = j.at("std").get<std::vector<float>>();
+  d.mean = finite_floats(j.at("mean"));
+  d.stddev = finite_floats(j.at("std"));
   return d;
 }
 
 std::string metadata_json(const Checkpoint& c) {
+  nlohmann::json settings = nlohmann::json::object();
+  for (const auto& [name, value] : c.settings) settings[name] = value;
   const nlohmann::json meta = {
+      {"run_id", c.run_id},
+      {"settings", settings},
       {"model", c.model},
       {"seed", c.seed},
       {"batch_size", c.batch_size},
@@ -216,32 +254,39 @@ std::string metadata_json(const Checkpoint& c) {
       {"epoch_seconds", c.epoch_seconds},
       {"history", history_json(c.history)},
   };
-  return meta.dump();
+  // Names are checked for UTF-8 when the data opens; should one slip through, its bytes are
+  // replaced (U+FFFD) rather than losing the checkpoint to an exception.
+  return meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void read_metadata(const std::string& text, Checkpoint& c, const std::string& source) {
+void parse_metadata(const std::string& text, Checkpoint& c, const std::string& source) {
   try {
     const nlohmann::json meta = nlohmann::json::parse(text);
+    c.run_id = meta.value("run_id", std::string());  // absent in files before runs were told apart
+    if (meta.contains("settings")) {
+      for (const auto& [name, value] : meta.at("settings").items()) c.settings.emplace_back(name, value.get<std::string>());
+    }
     c.model = meta.at("model").get<std::string>();
-    c.seed = meta.at("seed").get<uint64_t>();
-    c.batch_size = meta.at("batch_size").get<int64_t>();
-    c.deterministic_chunk = meta.value("deterministic_chunk", int64_t{0});  // absent in files before the mode
+    c.seed = integer<uint64_t>(meta.at("seed"));
+    c.batch_size = integer<int64_t>(meta.at("batch_size"));
+    // Absent in files before the mode.
+    c.deterministic_chunk = meta.contains("deterministic_chunk") ? integer<int64_t>(meta.at("deterministic_chunk")) : 0;
     // Absent in files before schedules and accumulation: the constant lr, one batch per update.
     c.lr_schedule = meta.value("lr_schedule", std::string("constant"));
-    c.warmup_epochs = meta.value("warmup_epochs", int64_t{0});
+    c.warmup_epochs = meta.contains("warmup_epochs") ? integer<int64_t>(meta.at("warmup_epochs")) : 0;
     c.lr_scaling = meta.value("lr_scaling", std::string("none"));
-    c.accumulate = meta.value("accumulate", int64_t{1});
+    c.accumulate = meta.contains("accumulate") ? integer<int64_t>(meta.at("accumulate")) : 1;
     c.optimizer = meta.value("optimizer", std::string("sgd"));
-    c.optimizer_steps = meta.value("optimizer_steps", int64_t{0});
-    c.train_examples = meta.at("train_examples").get<int64_t>();
+    c.optimizer_steps = meta.contains("optimizer_steps") ? integer<int64_t>(meta.at("optimizer_steps")) : 0;
+    c.train_examples = integer<int64_t>(meta.at("train_examples"));
     c.data = meta.contains("data") ? data_from(meta.at("data")) : data::fashion_mnist_info();
     c.devices = meta.at("devices").get<std::vector<std::string>>();
-    c.position.epoch = meta.at("epoch").get<int64_t>();
-    c.position.batch_offset = meta.at("batch_offset").get<int64_t>();
-    c.position.global_step = meta.at("global_step").get<int64_t>();
+    c.position.epoch = integer<int64_t>(meta.at("epoch"));
+    c.position.batch_offset = integer<int64_t>(meta.at("batch_offset"));
+    c.position.global_step = integer<int64_t>(meta.at("global_step"));
     c.epoch_sum.loss_sum = number(meta.at("epoch_loss_sum"));
-    c.epoch_sum.correct = meta.at("epoch_correct").get<int64_t>();
-    c.epoch_sum.examples = meta.at("epoch_examples").get<int64_t>();
+    c.epoch_sum.correct = integer<int64_t>(meta.at("epoch_correct"));
+    c.epoch_sum.examples = integer<int64_t>(meta.at("epoch_examples"));
     c.epoch_seconds = number(meta.at("epoch_seconds"));
     c.history = history_from(meta.at("history"));
   } catch (const nlohmann::json::exception& e) {
@@ -250,7 +295,11 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
     damaged(source, std::string("its metadata is unreadable (") + e.what() + ")");
   }
   const ImageShape& in = c.data.shape;
-  if (in.channels < 1 || in.height < 1 || in.width < 1 || in.numel() > (int64_t{1} << 28) || c.data.classes.empty()) {
+  // Each side is bounded before the product, which could otherwise overflow.
+  constexpr int64_t kMaxSide = int64_t{1} << 28;
+  const bool sides_ok = in.channels >= 1 && in.height >= 1 && in.width >= 1 && in.channels <= kMaxSide &&
+                        in.height <= kMaxSide && in.width <= kMaxSide;
+  if (!sides_ok || in.channels * in.height > kMaxSide / in.width || c.data.classes.empty()) {
     damaged(source, "its recorded data shape " + in.str() + " or class count " + std::to_string(c.data.classes.size()) +
                         " is impossible");
   }
@@ -259,7 +308,46 @@ void read_metadata(const std::string& text, Checkpoint& c, const std::string& so
   }
 }
 
+// The header's body length and the metadata's, checked against `file_bytes`; the offset
+// of the metadata is kHeaderBytes + 8.
+uint64_t metadata_length(std::span<const uint8_t> head, uint64_t file_bytes, const std::string& source) {
+  if (head.size() < sizeof(kMagic) || std::memcmp(head.data(), kMagic, sizeof(kMagic)) != 0) {
+    throw CheckpointError("checkpoint " + source + " is not a dptrain checkpoint (no DPTCKPT header)");
+  }
+  Reader r(head.subspan(sizeof(kMagic)), source);
+  const uint32_t version = r.get<uint32_t>("the header");
+  if (version != kFormatVersion) {
+    throw CheckpointError("checkpoint " + source + " has format version " + std::to_string(version) +
+                          ", this dptrain reads version " + std::to_string(kFormatVersion) +
+                          "; resume it with the dptrain that wrote it");
+  }
+  const uint64_t body_bytes = r.get<uint64_t>("the header");
+  const uint64_t meta_bytes = r.get<uint64_t>("the metadata length");
+  if (body_bytes > file_bytes || meta_bytes > body_bytes - std::min<uint64_t>(body_bytes, 8)) {
+    damaged(source, "its metadata length exceeds the file");
+  }
+  return meta_bytes;
+}
+
 }  // namespace
+
+Checkpoint read_metadata(const std::filesystem::path& file) {
+  const std::string source = file.string();
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) throw CheckpointError("cannot open checkpoint " + source + ": " + std::strerror(errno));
+  const auto size = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
+  std::vector<uint8_t> head(kHeaderBytes + 8);
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head.size()))) {
+    damaged(source, "it is truncated to " + std::to_string(size) + " bytes");
+  }
+  const uint64_t meta_bytes = metadata_length(head, size, source);
+  std::string text(meta_bytes, '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(meta_bytes))) damaged(source, "it ends inside the metadata");
+  Checkpoint c;
+  parse_metadata(text, c, source);
+  return c;
+}
 
 std::vector<uint8_t> encode(const Checkpoint& c) {
   Writer body;
@@ -313,7 +401,7 @@ Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source) {
   Reader body(bytes.subspan(kHeaderBytes, body_bytes), source);
   const uint64_t meta_bytes = body.get<uint64_t>("the metadata length");
   if (meta_bytes > body.remaining()) damaged(source, "its metadata length exceeds the file");
-  read_metadata(body.get_string(meta_bytes, "the metadata"), c, source);
+  parse_metadata(body.get_string(meta_bytes, "the metadata"), c, source);
   const uint32_t count = body.get<uint32_t>("the tensor count");
   for (uint32_t i = 0; i < count; ++i) {
     std::string group;

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <utility>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -46,6 +48,10 @@ struct Position {
 };
 
 struct Checkpoint {
+  // The run that wrote it: a random id a fresh run draws, which a resumed run keeps. A run
+  // prunes and resumes only its own run's checkpoints (checkpoint_dir.h); files written
+  // before it was recorded read as "".
+  std::string run_id;
   // What the resumed run must share for the result to be exact.
   std::string model;  // e.g. "lenet (scratch API)"
   uint64_t seed = 0;
@@ -59,6 +65,10 @@ struct Checkpoint {
   int64_t warmup_epochs = 0;
   std::string lr_scaling = "none";
   int64_t accumulate = 1;
+  // Further settings that change the result (the learning rate, the optimizer's and the
+  // loss's parameters, the arithmetic), by field name, values as text; compared on resume
+  // (train::RunOptions). Files written before them hold none, and are not compared.
+  std::vector<std::pair<std::string, std::string>> settings;
   // The data the model was trained on: input shape, class names, polarity, normalization.
   // evaluate, predict and export rebuild the model and read pictures from it; resuming
   // against other data is refused. Files written before it was recorded held Fashion-MNIST
@@ -98,6 +108,11 @@ std::vector<uint8_t> encode(const Checkpoint& checkpoint);
 
 // Throws CheckpointError naming `source` for anything but an intact version-1 file.
 Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source);
+
+// The metadata of a checkpoint file (run, settings, position; no tensors), read without
+// reading its tensors or checking its checksum: what a folder's pruning and listing need.
+// Throws CheckpointError naming the file when its header or metadata does not read.
+Checkpoint read_metadata(const std::filesystem::path& file);
 
 // Copies a named tensor list into `tensors` (matched by name, shapes checked); throws
 // CheckpointError naming the first tensor that is missing, extra or of another shape.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,11 +17,18 @@
 namespace dpt::checkpoint {
 namespace {
 
-// "step-" followed by at least 9 digits and ".ckpt": what file_name_for_step() writes.
+// "step-" followed by at least 9 digits, optionally "-" and a run id, and ".ckpt": what
+// file_name_for_step() writes.
 bool is_checkpoint_name(std::string_view name) {
   constexpr std::string_view kPrefix = "step-", kSuffix = ".ckpt";
   if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
-  const std::string_view digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  std::string_view digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  if (const size_t dash = digits.find('-'); dash != std::string_view::npos) {
+    const std::string_view run = digits.substr(dash + 1);
+    if (run.empty() || !std::all_of(run.begin(), run.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+      return false;
+    digits = digits.substr(0, dash);
+  }
   return digits.size() >= 9 && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
@@ -64,10 +72,10 @@ void fsync_dir(const std::filesystem::path& dir) {
 
 }  // namespace
 
-std::string file_name_for_step(int64_t global_step) {
+std::string file_name_for_step(int64_t global_step, const std::string& run_id) {
   char name[64];
-  std::snprintf(name, sizeof(name), "step-%09lld.ckpt", static_cast<long long>(global_step));
-  return name;
+  std::snprintf(name, sizeof(name), "step-%09lld", static_cast<long long>(global_step));
+  return std::string(name) + (run_id.empty() ? "" : "-" + run_id) + ".ckpt";
 }
 
 void write_file_atomically(const std::filesystem::path& dir, const std::string& name,
@@ -111,18 +119,42 @@ std::vector<std::filesystem::path> list(const std::filesystem::path& dir) {
 }
 
 std::filesystem::path save(const std::filesystem::path& dir, const Checkpoint& checkpoint, int keep) {
-  const std::string name = file_name_for_step(checkpoint.position.global_step);
+  std::string name = file_name_for_step(checkpoint.position.global_step);
+  std::error_code ec;
+  if (std::filesystem::exists(dir / name, ec)) {
+    // Another run's file of the same step (a shared folder) is not replaced: this one's name
+    // carries its run id. One that does not read is kept too.
+    bool own = false;
+    try {
+      own = read_metadata(dir / name).run_id == checkpoint.run_id;
+    } catch (const CheckpointError&) {
+    }
+    if (!own) name = file_name_for_step(checkpoint.position.global_step, checkpoint.run_id);
+  }
   write_file_atomically(dir, name, encode(checkpoint));
-  std::vector<std::filesystem::path> files = list(dir);
+  // Only this run's files are pruned: a folder may hold another run's (kept by choice, or
+  // copied in), whose step numbers say nothing about this run's.
+  std::vector<std::filesystem::path> own;
+  for (const std::filesystem::path& file : list(dir)) {
+    try {
+      if (read_metadata(file).run_id == checkpoint.run_id) own.push_back(file);
+    } catch (const CheckpointError&) {
+      // A file whose metadata does not read belongs to no known run: left as it is.
+    }
+  }
   const size_t kept = static_cast<size_t>(std::max(keep, 1));
-  for (size_t i = 0; i + kept < files.size(); ++i) {
+  for (size_t i = 0; i + kept < own.size(); ++i) {
     std::error_code ec;
-    std::filesystem::remove(files[i], ec);  // an old file left behind is harmless
+    std::filesystem::remove(own[i], ec);  // an old file left behind is harmless
   }
   return dir / name;
 }
 
 std::vector<uint8_t> read_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    throw CheckpointError("checkpoint " + file.string() + " is a folder; pass one of its step-*.ckpt files");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw CheckpointError("cannot open checkpoint " + file.string() + ": " + std::strerror(errno));
@@ -134,20 +166,70 @@ std::vector<uint8_t> read_file(const std::filesystem::path& file) {
 
 Checkpoint load(const std::filesystem::path& file) { return decode(read_file(file), file.string()); }
 
-Loaded load_latest(const std::filesystem::path& dir) {
+std::vector<RunFiles> runs_in(const std::filesystem::path& dir) {
+  std::vector<RunFiles> runs;
+  for (const std::filesystem::path& file : list(dir)) {  // oldest first: the last seen is the newest
+    std::string id;
+    try {
+      id = read_metadata(file).run_id;
+    } catch (const CheckpointError&) {
+      continue;
+    }
+    auto run = std::find_if(runs.begin(), runs.end(), [&](const RunFiles& r) { return r.run_id == id; });
+    if (run == runs.end()) run = runs.insert(runs.end(), RunFiles{id, {}, 0});
+    run->newest = file;
+    ++run->files;
+  }
+  std::sort(runs.begin(), runs.end(), [](const RunFiles& a, const RunFiles& b) { return a.newest > b.newest; });
+  return runs;
+}
+
+std::string describe(const RunFiles& run) {
+  return "run " + (run.run_id.empty() ? std::string("(unnamed: written before runs were recorded)") : run.run_id) +
+         ": newest " + run.newest.filename().string() + ", " + std::to_string(run.files) + " file" +
+         (run.files == 1 ? "" : "s");
+}
+
+std::optional<Loaded> find_latest(const std::filesystem::path& dir, const std::optional<std::string>& run_id,
+                                  std::vector<std::string>& refused) {
+  std::optional<std::string> run = run_id;
+  if (!run) {
+    const std::vector<RunFiles> runs = runs_in(dir);
+    if (runs.size() > 1) {
+      std::string message = "checkpoint directory " + dir.string() + " holds the checkpoints of " +
+                            std::to_string(runs.size()) + " runs; pass `resume_run` with the id of the one to continue:";
+      for (const RunFiles& r : runs) message += "\n  " + describe(r);
+      throw CheckpointError(message);
+    }
+    if (!runs.empty()) run = runs[0].run_id;
+  }
   const std::vector<std::filesystem::path> files = list(dir);
-  std::vector<std::string> refused;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
-      return {*it, load(*it), refused};
+      Checkpoint c = load(*it);
+      if (run && c.run_id != *run) continue;  // another run's
+      return Loaded{*it, std::move(c), refused};
     } catch (const CheckpointError& e) {
       refused.push_back(e.what());
     }
   }
+  return std::nullopt;
+}
+
+std::string none_usable_message(const std::filesystem::path& dir, const std::optional<std::string>& run_id,
+                                const std::vector<std::string>& refused) {
   std::string message = "no usable checkpoint in " + dir.string();
-  if (files.empty()) message += " (no step-*.ckpt files; train with `checkpoint_dir` first)";
+  if (list(dir).empty()) message += " (no step-*.ckpt files; train with `checkpoint_dir` first)";
+  else if (run_id && refused.empty()) message += " (none of run " + *run_id + ")";
   for (const std::string& why : refused) message += "\n  " + why;
-  throw CheckpointError(message);
+  return message;
+}
+
+Loaded load_latest(const std::filesystem::path& dir, const std::optional<std::string>& run_id) {
+  std::vector<std::string> refused;
+  std::optional<Loaded> found = find_latest(dir, run_id, refused);
+  if (!found) throw CheckpointError(none_usable_message(dir, run_id, refused));
+  return std::move(*found);
 }
 
 }  // namespace dpt::checkpoint

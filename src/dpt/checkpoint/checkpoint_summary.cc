@@ -47,11 +47,17 @@ std::string summary(const Checkpoint& c) {
   for (const NamedTensor& t : c.params) values += static_cast<int64_t>(t.values.size());
   std::string out;
   out += "model: " + c.model + "\n";
+  out += "run: " + (c.run_id.empty() ? std::string("(not recorded)") : c.run_id) + "\n";
   out += "written on: [" + devices + "]\n";
   out += "seed: " + std::to_string(c.seed) + ", batch size: " + std::to_string(c.batch_size) +
          ", training examples: " + std::to_string(c.train_examples) + "\n";
   out += "lr schedule: " + c.lr_schedule + ", warmup epochs: " + std::to_string(c.warmup_epochs) +
          ", lr scaling: " + c.lr_scaling + ", micro-batches per step: " + std::to_string(c.accumulate) + "\n";
+  if (!c.settings.empty()) {
+    out += "settings:";
+    for (const auto& [name, value] : c.settings) out += " " + name + " " + value + (&value == &c.settings.back().second ? "" : ",");
+    out += "\n";
+  }
   out += "position: epoch " + std::to_string(c.position.epoch + 1) + ", batch " +
          std::to_string(c.position.batch_offset) + " (" + std::to_string(c.position.global_step) + " steps taken)\n";
   for (const auto& e : c.history) {

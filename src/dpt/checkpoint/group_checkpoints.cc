@@ -30,14 +30,18 @@ bool writes_checkpoints(const parallel::ProcessGroup& group, const std::string& 
 }
 
 std::optional<Loaded> load_latest_in_group(const parallel::ProcessGroup& group, const std::filesystem::path& dir,
-                                           bool keeps_copies, bool none_is_ok) {
+                                           bool keeps_copies, bool none_is_ok, const std::optional<std::string>& run_id,
+                                           std::vector<std::string>* refused_when_none) {
   std::optional<Loaded> mine;
   std::string why_none;
+  std::vector<std::string> refused;
   try {
-    mine = load_latest(dir);
+    mine = find_latest(dir, run_id, refused);
+    if (!mine) why_none = none_usable_message(dir, run_id, refused);  // another rank may hold one
   } catch (const CheckpointError& e) {
-    why_none = e.what();  // another rank may hold one
+    why_none = e.what();
   }
+  if (!mine && refused_when_none) *refused_when_none = refused;
   if (!group.distributed()) {
     if (!mine && !none_is_ok) throw CheckpointError(why_none);
     return mine;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/parallel/communicator.h"
@@ -32,8 +33,11 @@ bool writes_checkpoints(const parallel::ProcessGroup& group, const std::string& 
 // rank looks in its own, and the lowest rank holding the newest step sends its file to the
 // others; those that write checkpoints (`keeps_copies`) store it in their own directory.
 // When no rank holds one: nothing if `none_is_ok`, else CheckpointError, on every rank
-// alike. A collective in a job; otherwise load_latest(dir).
+// alike; with `refused_when_none`, why this rank's files were refused. `run_id`: as
+// load_latest's. A collective in a job; otherwise load_latest(dir, run_id).
 std::optional<Loaded> load_latest_in_group(const parallel::ProcessGroup& group, const std::filesystem::path& dir,
-                                           bool keeps_copies, bool none_is_ok = false);
+                                           bool keeps_copies, bool none_is_ok = false,
+                                           const std::optional<std::string>& run_id = std::nullopt,
+                                           std::vector<std::string>* refused_when_none = nullptr);
 
 }  // namespace dpt::checkpoint

@@ -44,6 +44,11 @@ TrainedModel load_trained(const std::filesystem::path& file) {
     throw checkpoint::CheckpointError("checkpoint " + file.string() +
                                       " does not exist (pass a step-*.ckpt file that `checkpoint_dir` wrote)");
   }
+  if (std::filesystem::is_directory(file, error)) {
+    // A checkpoint directory: its newest checkpoint that reads (of its one run).
+    checkpoint::Loaded newest = checkpoint::load_latest(file);
+    return rebuild(newest.checkpoint, newest.file.string());
+  }
   return rebuild(checkpoint::load(file), file.string());
 }
 

@@ -28,7 +28,8 @@ struct TrainedModel {
 // `source` for a model dptrain cannot build or tensors that do not fit it.
 TrainedModel rebuild(const checkpoint::Checkpoint& checkpoint, const std::string& source);
 
-// checkpoint::load(file), then rebuild(). A missing file is a CheckpointError too:
+// checkpoint::load(file), then rebuild(); `file` may be a checkpoint directory, whose
+// newest intact checkpoint is taken. A missing file is a CheckpointError too:
 // "checkpoint FILE does not exist".
 TrainedModel load_trained(const std::filesystem::path& file);
 

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "dpt/report/svg.h"
+
 namespace dpt::report {
 
 bool show_progress(std::string_view mode, bool stdout_is_terminal, bool under_mpirun) {
@@ -19,6 +21,7 @@ ConsoleReporter::ConsoleReporter(ConsoleReporterOptions options, std::vector<std
                               std::getenv("OMPI_COMM_WORLD_RANK") != nullptr)),
       device_names_(std::move(device_names)) {
   if (!options_.metrics_file.empty()) metrics_.emplace(options_.metrics_file, options_.append_metrics);
+  if (!options_.plot_file.empty()) check_writable(options_.plot_file, "SVG plot");  // fails now, not after an epoch
 }
 
 void ConsoleReporter::on_resume(const ResumeInfo& info) {

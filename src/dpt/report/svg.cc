@@ -61,6 +61,15 @@ void write_text_file(const std::filesystem::path& file, const std::string& text,
   if (!written || !closed) fail(written ? errno : write_errno);
 }
 
+void check_writable(const std::filesystem::path& file, const std::string& what) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(file, ec);
+  std::FILE* f = std::fopen(file.c_str(), "a");  // "a": creates it, truncates nothing
+  if (f == nullptr) throw std::runtime_error("cannot write " + what + " " + file.string() + ": " + std::strerror(errno));
+  std::fclose(f);
+  if (!existed) std::filesystem::remove(file, ec);
+}
+
 void write_svg_file(const std::filesystem::path& file, const std::string& svg) { write_text_file(file, svg, "SVG plot"); }
 
 }  // namespace dpt::report

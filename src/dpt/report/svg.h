@@ -16,6 +16,9 @@ std::string xml_escape(const std::string& s);
 
 // Writes `text` to `file`; throws std::runtime_error "cannot write WHAT FILE: REASON".
 void write_text_file(const std::filesystem::path& file, const std::string& text, const std::string& what);
+// Throws std::runtime_error, as write_text_file would, when `file` cannot be written (a
+// folder in its place, no permission); leaves an existing file as it is.
+void check_writable(const std::filesystem::path& file, const std::string& what);
 // write_text_file(file, svg, "SVG plot").
 void write_svg_file(const std::filesystem::path& file, const std::string& svg);
 

@@ -1,6 +1,7 @@
 #include "dpt/train/config.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "dpt/cuda/runtime.h"
@@ -70,6 +71,12 @@ void validate(const JobConfig& job) {
   check_epochs(job.epochs);
   optim::check_schedule({optim::parse_schedule(job.lr_schedule), job.warmup_epochs}, job.epochs);
   check_accumulate(job.accumulate);
+  // (More than the process may run on is allowed, and warned about by the job: tests give
+  // 3 devices a core each on 2 cores.)
+  if (job.cores < 1) throw ConfigError("cores", "`cores` must be at least 1, got " + std::to_string(job.cores));
+  if (!job.resume_run.empty() && !job.resume && !job.resume_if_any) {
+    throw ConfigError("resume_run", "`resume_run` names the run `resume` continues; pass `resume` with it");
+  }
   if (job.zero == 1 && job.api != "concise") {
     throw ConfigError("zero", "`zero` 1 needs `api` concise: the lesson's sgd keeps no state to shard");
   }
@@ -130,6 +137,27 @@ parallel::ReplicaGroupOptions engine_options(const JobConfig& job, const paralle
   return engine;
 }
 
+// The job's settings beyond those a checkpoint has fields for that change the result, for
+// resuming to compare: the optimizer's parameters that apply to it, the loss, the arithmetic.
+std::vector<std::pair<std::string, std::string>> result_settings(const JobConfig& job) {
+  const auto number = [](float v) { return setting_text(v); };
+  std::vector<std::pair<std::string, std::string>> s;
+  if (job.optimizer == "sgd") {
+    s.emplace_back("momentum", number(job.momentum));
+    s.emplace_back("nesterov", job.nesterov ? "true" : "false");
+  } else {
+    s.emplace_back("beta1", number(job.beta1));
+    s.emplace_back("beta2", number(job.beta2));
+    s.emplace_back("eps", number(job.eps));
+  }
+  s.emplace_back("weight_decay", number(job.weight_decay));
+  s.emplace_back("loss", job.loss);
+  s.emplace_back("label_smoothing", number(job.label_smoothing));
+  s.emplace_back("precision", job.precision);
+  s.emplace_back("conv_algorithm", job.conv_algorithm);
+  return s;
+}
+
 TrainOptions train_options(const JobConfig& job) {
   TrainOptions options;
   options.epochs = job.epochs;
@@ -145,6 +173,9 @@ TrainOptions train_options(const JobConfig& job) {
   run.keep_checkpoints = job.keep_checkpoints;
   run.resume = job.resume || job.resume_if_any;
   run.start_if_none = job.resume_if_any && !job.resume;
+  run.resume_run = job.resume_run;
+  run.share_checkpoint_dir = job.share_checkpoint_dir;
+  options.recorded_settings = result_settings(job);
   run.on_nan = parse_on_nan(job.on_nan);
   run.prefetch = job.prefetch;
   return options;

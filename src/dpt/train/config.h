@@ -65,6 +65,8 @@ struct JobConfig {
   int keep_checkpoints = 2;
   bool resume = false;
   bool resume_if_any = false;    // resume, or start from the first step when no checkpoint is found
+  std::string resume_run;        // resume: the run id to continue; empty: the folder's one run
+  bool share_checkpoint_dir = false;  // a fresh run may write beside another run's checkpoints
   std::string on_nan = "stop";   // kOnNans
   std::string dist = "none";     // kDists: mpi is one process per host (or device), started by mpirun
   double bucket_mb = 0;

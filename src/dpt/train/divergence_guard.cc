@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "dpt/ops/ledger.h"
 
@@ -44,10 +45,17 @@ std::optional<std::string> find_non_finite(double loss_sum,
   return std::nullopt;
 }
 
-std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float lr) {
+std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float update_lr, float lr) {
+  const auto text = [](float v) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%g", static_cast<double>(v));
+    return std::string(s);
+  };
+  const std::string now = update_lr == lr ? "now " + text(lr)
+                                          : text(lr) + "; this update's learning rate was " + text(update_lr) +
+                                                " after `lr_schedule` and `lr_scaling`";
   return "training diverged in epoch " + std::to_string(epoch) + ", step " + std::to_string(step) + ": " + cause +
-         ". Lower `lr` (now " + std::to_string(lr) +
-         "), check the input data, or pass `on_nan` skip to drop such steps and go on";
+         ". Lower `lr` (" + now + "), check the input data, or pass `on_nan` skip to drop such steps and go on";
 }
 
 }  // namespace dpt::train

@@ -33,7 +33,9 @@ std::optional<std::string> find_non_finite(double loss_sum,
 // The same words for an update the devices recorded; names[i]: the i-th gradient's parameter.
 std::string describe_non_finite(const parallel::NonFiniteUpdate& update, const std::vector<std::string>& names);
 
-// The message DivergenceError carries: the step, the cause and advice.
-std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float lr);
+// The message DivergenceError carries: the step, the cause and advice. `update_lr`: the
+// learning rate of the update that diverged (after the schedule and lr_scaling); `lr`: the
+// base rate the user set.
+std::string divergence_message(const std::string& cause, int64_t epoch, int64_t step, float update_lr, float lr);
 
 }  // namespace dpt::train

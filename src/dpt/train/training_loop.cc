@@ -1,8 +1,11 @@
 #include "dpt/train/training_loop.h"
 
+#include <charconv>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -12,6 +15,8 @@
 #include "dpt/checkpoint/checkpoint_dir.h"
 #include "dpt/checkpoint/checkpoint_summary.h"
 #include "dpt/checkpoint/group_checkpoints.h"
+#include "dpt/checkpoint/run_folder.h"
+#include "dpt/core/config_error.h"
 #include "dpt/core/trace.h"
 #include "dpt/data/loader.h"
 #include "dpt/optim/lr_schedule.h"
@@ -23,6 +28,10 @@
 namespace dpt::train {
 
 namespace {
+
+// The largest learning rate lr_scaling may make of `lr` (an lr typed as it is, however large,
+// is taken: tests force divergence with one).
+constexpr float kMaxScaledLr = 10.0f;
 
 // Everything the loop must carry across an interruption.
 struct LoopState {
@@ -71,8 +80,15 @@ bool same_data(const data::DataInfo& a, const data::DataInfo& b) {
          a.stddev == b.stddev;
 }
 
+// The settings a checkpoint records beside the fixed fields: the run's own and its learning rate.
+std::vector<std::pair<std::string, std::string>> recorded_settings(const TrainOptions& settings, float lr) {
+  std::vector<std::pair<std::string, std::string>> all{{"lr", setting_text(lr)}};
+  all.insert(all.end(), settings.recorded_settings.begin(), settings.recorded_settings.end());
+  return all;
+}
+
 void check_resumable(const checkpoint::Checkpoint& c, const std::string& source, const TrainOptions& settings,
-                     const Trainable& model, int64_t train_examples, const data::DataInfo& data) {
+                     const Trainable& model, int64_t train_examples, const data::DataInfo& data, float lr) {
   const auto mismatch = [&](const std::string& what, const std::string& saved, const std::string& now) {
     throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " +
                                       (what.empty() ? "" : what + " ") + saved +
@@ -82,6 +98,9 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
   if (!same_data(c.data, data)) {
     std::string detail = data_str(c.data) + ", this run has " + data_str(data);
     if (c.data.shape == data.shape && c.data.classes == data.classes) detail += " (their polarity or normalization differ)";
+    else if (c.data.shape == data.shape) {
+      detail += " (" + data::class_difference(c.data.classes, "the checkpoint", data.classes, "this run's data") + ")";
+    }
     throw checkpoint::CheckpointError("cannot resume from " + source + ": it was written with " + detail +
                                       "; resume with the `data_dir` it was trained on");
   }
@@ -106,19 +125,58 @@ void check_resumable(const checkpoint::Checkpoint& c, const std::string& source,
   if (c.train_examples != train_examples) {
     mismatch("training examples (`train_limit`)", std::to_string(c.train_examples), std::to_string(train_examples));
   }
+  // Checkpoints written before settings were recorded hold none, and are not compared.
+  for (const auto& [name, now] : recorded_settings(settings, lr)) {
+    for (const auto& [saved_name, saved] : c.settings) {
+      if (saved_name == name && saved != now) mismatch("`" + name + "`", saved, now);
+    }
+  }
 }
 
 class Checkpointer {
  public:
   // A collective with per-host directories (who writes is agreed on).
-  Checkpointer(const Trainable& model, const TrainOptions& settings, int64_t train_examples, data::DataInfo data)
+  Checkpointer(const Trainable& model, const TrainOptions& settings, int64_t train_examples, data::DataInfo data,
+               float lr)
       : model_(model),
         settings_(settings),
         run_(settings.run),
         train_examples_(train_examples),
         data_(std::move(data)),
+        recorded_(recorded_settings(settings, lr)),
         dir_(enabled() ? checkpoint::expand_host(run_.checkpoint_dir) : std::filesystem::path()),
         writes_(enabled() && checkpoint::writes_checkpoints(model.process_group(), run_.checkpoint_dir)) {}
+
+  // Before the first step (a collective): every writing process takes its folder's lock,
+  // removes what killed writers left, and, for a fresh run, refuses a folder holding another
+  // run's checkpoints (run_folder.h). A refusal on any process stops every process alike.
+  void open() {
+    if (!enabled()) return;
+    std::string problem;
+    // `resume` of a folder that does not exist: nothing to lock, and resume() says so.
+    std::error_code ec;
+    const bool absent = run_.resume && !run_.start_if_none && !std::filesystem::exists(dir_, ec);
+    if (writes_ && !absent) {
+      try {
+        lock_ = std::make_unique<checkpoint::FolderLock>(dir_);
+        const std::vector<std::string> removed = checkpoint::remove_orphaned_temporaries(dir_);
+        if (!removed.empty() && run_.warn) {
+          run_.warn("removed " + std::to_string(removed.size()) + " temporary file(s) that killed writers left in " +
+                    dir_.string() + " (" + removed.front() + (removed.size() > 1 ? ", ..." : "") + ")");
+        }
+        if (!run_.resume && !run_.share_checkpoint_dir) checkpoint::refuse_foreign_checkpoints(dir_);
+      } catch (const checkpoint::CheckpointError& e) {
+        problem = e.what();
+      }
+    }
+    for (const std::string& p : parallel::gather_strings(model_.process_group(), problem)) {
+      if (!p.empty()) throw checkpoint::CheckpointError(p);
+    }
+  }
+  // The run this process's checkpoints belong to: a new one's id (rank 0's, on every
+  // process), or the resumed checkpoint's.
+  void start_run() { run_id_ = parallel::broadcast_string(model_.process_group(), checkpoint::new_run_id(), 0); }
+  void continue_run(const std::string& run_id) { run_id_ = run_id; }
 
   bool enabled() const { return !run_.checkpoint_dir.empty(); }
   // This process's directory ({host} expanded) and whether it writes there.
@@ -133,6 +191,8 @@ class Checkpointer {
   // its state).
   std::filesystem::path save(const LoopState& state) const {
     checkpoint::Checkpoint c;
+    c.run_id = run_id_;
+    c.settings = recorded_;
     c.model = settings_.model;
     c.seed = settings_.seed;
     c.batch_size = settings_.batch_size;
@@ -160,26 +220,41 @@ class Checkpointer {
   const RunOptions& run_;
   int64_t train_examples_;
   data::DataInfo data_;
+  std::vector<std::pair<std::string, std::string>> recorded_;
   std::filesystem::path dir_;
   bool writes_;
+  std::unique_ptr<checkpoint::FolderLock> lock_;  // writers only
+  std::string run_id_;
 };
 
 // The state to continue from: the newest checkpoint any process holds, or the first step
 // when there is none and the run allows that (start_if_none).
-LoopState resume(Trainable& model, const TrainOptions& settings, const Checkpointer& checkpointer,
-                 int64_t train_examples, const data::DataInfo& data) {
+LoopState resume(Trainable& model, const TrainOptions& settings, Checkpointer& checkpointer,
+                 int64_t train_examples, const data::DataInfo& data, float lr) {
   const RunOptions& run = settings.run;
+  std::vector<std::string> refused;
   const std::optional<checkpoint::Loaded> found = checkpoint::load_latest_in_group(
-      model.process_group(), checkpointer.dir(), checkpointer.writes(), /*none_is_ok=*/run.start_if_none);
-  if (!found) return {};
+      model.process_group(), checkpointer.dir(), checkpointer.writes(), /*none_is_ok=*/run.start_if_none,
+      run.resume_run.empty() ? std::nullopt : std::optional<std::string>(run.resume_run), &refused);
+  if (!found) {
+    // start_if_none: say what was there and why none of it could be used.
+    if (run.warn && !refused.empty()) {
+      std::string message = "no usable checkpoint in " + checkpointer.dir().string() + "; starting from the first step";
+      for (const std::string& why : refused) message += "\n  skipped: " + why;
+      run.warn(message);
+    }
+    checkpointer.start_run();
+    return {};
+  }
   const checkpoint::Loaded& loaded = *found;
   for (const std::string& why : loaded.refused) {
     if (run.warn) run.warn("skipping a damaged checkpoint: " + why);
   }
   const std::string source = loaded.file.string();
   const checkpoint::Checkpoint& c = loaded.checkpoint;
-  check_resumable(c, source, settings, model, train_examples, data);
+  check_resumable(c, source, settings, model, train_examples, data, lr);
   model.load_state(c, source);
+  checkpointer.continue_run(c.run_id);
   if (run.on_resume) run.on_resume({loaded.file, c.position, c.devices, c.history});
   return {c.position, c.epoch_sum, c.epoch_seconds, c.history};
 }
@@ -196,12 +271,41 @@ std::string interrupted_message(int signal, const checkpoint::Position& at, cons
   return message + "; checkpoint written to " + saved.string() + ", rerun with `resume` to continue";
 }
 
+// A batch larger than the data, or a learning rate the scaling rule made absurd, is a
+// mistake to name before any work: 2e9 examples per batch at lr_scaling linear made an lr of
+// 1.6e6 that diverged at once.
+void check_batch_and_lr(const TrainOptions& settings, float lr, int64_t train_examples) {
+  if (settings.batch_size > train_examples) {
+    throw ConfigError("batch_size", "`batch_size` " + std::to_string(settings.batch_size) + " is larger than the " +
+                                        std::to_string(train_examples) +
+                                        " training examples; pass at most that (a batch of all of them is one step "
+                                        "per epoch)");
+  }
+  const int64_t examples = settings.batch_size * settings.accumulate;
+  const float scaled = optim::scaled_lr(lr, settings.lr_scaling, examples);
+  if (settings.lr_scaling != optim::LrScaling::none && !(scaled <= kMaxScaledLr)) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%g into %g", static_cast<double>(lr), static_cast<double>(scaled));
+    throw ConfigError("lr_scaling", "`lr_scaling` " + std::string(optim::lr_scaling_name(settings.lr_scaling)) +
+                                        " turns `lr` " + text + " for " + std::to_string(examples) +
+                                        " examples per update, above " + std::to_string(static_cast<int>(kMaxScaledLr)) +
+                                        ", where no optimizer here trains; lower `lr`, `batch_size` or `accumulate`, "
+                                        "or pass `lr_scaling` none");
+  }
+}
+
 bool next_batch(data::BatchLoader& loader, data::Batch& batch) {
   const trace::Span span(trace::Phase::data);
   return loader.next(batch);
 }
 
 }  // namespace
+
+std::string setting_text(float value) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, ec == std::errc() ? end : text);
+}
 
 LoopResult run_training(Trainable& model, const data::Dataset& train_data, const data::Dataset& test_data,
                         const TrainOptions& settings, float lr, const EpochCallback& on_epoch,
@@ -210,8 +314,12 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
   optim::check_learning_rate(lr);
   const RunOptions& run = settings.run;
   const data::DataInfo data_info = train_data.info();
-  const Checkpointer checkpointer(model, settings, train_data.size(), data_info);
-  LoopState state = run.resume ? resume(model, settings, checkpointer, train_data.size(), data_info) : LoopState{};
+  check_batch_and_lr(settings, lr, train_data.size());
+  Checkpointer checkpointer(model, settings, train_data.size(), data_info, lr);
+  checkpointer.open();
+  LoopState state;
+  if (run.resume) state = resume(model, settings, checkpointer, train_data.size(), data_info, lr);
+  else checkpointer.start_run();
   data::BatchLoader loader(train_data, settings.batch_size, /*shuffle=*/true, settings.seed, /*augment=*/true);
   // Filling a batch (decoding pictures, augmenting) runs between steps, on every core.
   loader.set_threads(static_cast<int>(std::thread::hardware_concurrency()));
@@ -238,7 +346,9 @@ LoopResult run_training(Trainable& model, const data::Dataset& train_data, const
       std::vector<std::string> names;
       for (const auto& [name, grad] : model.named_gradients()) names.push_back(name);
       const auto [epoch, step] = reads.where(ledger.non_finite->tag);
-      message = divergence_message(describe_non_finite(*ledger.non_finite, names), epoch, step, lr);
+      const float update_lr =
+          optim::learning_rate(settings.schedule, ledger.non_finite->tag - 1, steps_per_epoch, settings.epochs, base_lr);
+      message = divergence_message(describe_non_finite(*ledger.non_finite, names), epoch, step, update_lr, lr);
     }
     reads.read_done();
     return message;

@@ -104,6 +104,12 @@ struct RunOptions {
   // (checkpoint/group_checkpoints.h).
   bool resume = false;           // continue from the newest usable checkpoint in checkpoint_dir
   bool start_if_none = false;    // resume: start from the first step when no rank finds one
+  // resume: the run to continue (its id, as checkpoint-info prints it); empty: the one run
+  // whose checkpoints the folder holds (refused when it holds several).
+  std::string resume_run;
+  // A fresh run in a checkpoint_dir that holds another run's checkpoints: refused unless
+  // this is set; then both runs' files stay, each run pruning only its own.
+  bool share_checkpoint_dir = false;
   OnNan on_nan = OnNan::stop;
   int prefetch = 2;  // training batches filled ahead of the step (BatchLoader::set_prefetch)
   // Multi-process: after every epoch, stop when a rank's replica differs from rank 0's
@@ -142,8 +148,16 @@ struct TrainOptions {
   // Micro-batches per update (gradient accumulation); an epoch's last update may have fewer.
   // A step (global_step, checkpoint_every) is one update.
   int accumulate = 1;
+  // Further settings that change the result (the optimizer's parameters, the loss, the
+  // arithmetic), by field name: recorded in checkpoints beside the learning rate, which the
+  // loop records itself, and compared on resume, where a difference is refused naming it.
+  std::vector<std::pair<std::string, std::string>> recorded_settings;
   RunOptions run;  // checkpoints, resume, on_nan, stopping, progress hooks
 };
+
+// A float setting as checkpoints record it: the shortest text that reads back as the same
+// float ("0.2"), so that equal settings compare equal as text.
+std::string setting_text(float value);
 
 struct LoopResult {
   std::vector<EpochStats> history;  // every epoch, those of a resumed checkpoint included
