@@ -30,7 +30,9 @@ heavy='^(RealData\.(TwoEpochsOfLeNetLearnFashionMnist|TwoEpochsWithANoOpAllreduc
 heavy+='|deterministic\.concise_resnet18_batchnorm|deterministic\.resume_on_other_device_count_resnet18'
 heavy+='|mpi\.dptrain\.deterministic_resnet18_np2_np4_equal_cpu1|cli\.resume_after_sigterm_resnet18_batchnorm'
 # data.formats trains a dozen models on every format (47 s here); the data layer's own
-# tests (data_test, data_transforms_test) run under the sanitizers.
-heavy+='|data\.formats)$'
+# tests (data_test, data_transforms_test) run under the sanitizers. cli.hostile_input runs
+# some 35 short trainings (40 s in Release); the readers it attacks are fuzzed under
+# ASan + UBSan (scripts/fuzz.sh) and their unit tests run here.
+heavy+='|data\.formats|cli\.hostile_input)$'
 ASAN_OPTIONS="halt_on_error=1 abort_on_error=1 detect_leaks=1" ctest --output-on-failure -j "$(nproc)" -LE multihost \
   -E "$heavy"
