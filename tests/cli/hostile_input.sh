@@ -57,6 +57,10 @@ expect "--image-size 100000 makes pictures of 100000x100000 pixels, more than --
 expect "the training labels of 'idx_label_200' run up to 200, more classes than its 64 training examples can cover: a damaged label, or classes without examples; name the classes in 'idx_label_200/classes.txt', one per line, to train on them anyway" \
   train --data idx_label_200 --batch-size 16
 expect "the data of 'one_class' has one class only ('only'); a classifier needs two or more" train --data one_class
+# --train-limit 16 at --image-size 224 resizes 16 pictures, not all 70,000 (4 GB before):
+# it must train within 2.5 GB of address space.
+got=$(ulimit -v 2500000; "$dptrain" train --data "$fashion" --image-size 224 --train-limit 16 --test-limit 16 \
+  --batch-size 16 --epochs 1 --progress off 2>&1) || fail "--image-size 224 --train-limit 16 within 2.5 GB: $got"
 cores=$(nproc)
 got=$("$dptrain" train "${small[@]}" --epochs 1 --cores $((cores * 500)) 2>&1 >/dev/null)
 [[ $got == "dptrain: warning: --cores $((cores * 500)) is more than the $cores cores this process may run on; their threads will wait on each other" ]] ||
@@ -75,6 +79,14 @@ got=$("$dptrain" train --data bad_png --batch-size 4 --epochs 1 --progress off -
 expect "cannot read 'link_loop/train/a/loop.png' (Too many levels of symbolic links); a symbolic link there points back into itself (a loop); remove or fix the link" \
   train --data link_loop
 expect "data 'no/such/folder' does not exist; check the path given to --data" train --data no/such/folder
+
+# A model trained on other classes of the same shape: the differing class is named.
+"$dptrain" train --data classes_ab --batch-size 4 --epochs 1 --progress off --checkpoint-dir ab >ab.log 2>&1 ||
+  fail "training on classes_ab failed: $(cat ab.log)"
+expect "the model was trained on 3x28x28 images in 2 classes, the test split of 'classes_ac' holds 3x28x28 images in 2 classes (class 1 is 'b' in the model, 'c' in the test split); pass the --data it was trained on" \
+  evaluate --checkpoint ab --data classes_ac
+expect "cannot resume from ab/step-000000002.ckpt: it was written with data of 3x28x28 images in 2 classes (a, b), this run has data of 3x28x28 images in 2 classes (a, c) (class 1 is 'b' in the checkpoint, 'c' in this run's data); resume with the --data it was trained on" \
+  train --data classes_ac --batch-size 4 --epochs 2 --progress off --checkpoint-dir ab --resume
 
 # --- Checkpoint folders: one run's; another run's checkpoints are never deleted or resumed.
 "$dptrain" train "${small[@]}" --epochs 2 --checkpoint-dir first >first.log 2>&1 || fail "the first run failed: $(cat first.log)"

@@ -87,6 +87,9 @@ def main(out):
     for split in ("train", "test"):
         os.rename(f"not_utf8/{split}/other".encode(), f"not_utf8/{split}/b".encode() + b"\xffag")
     image_folder("one_class", ["only"])
+    # Two folders of the same shape whose second class is named differently.
+    image_folder("classes_ab", ["a", "b"])
+    image_folder("classes_ac", ["a", "c"])
     image_folder("link_loop", ["a", "b"])
     os.symlink("loop.png", "link_loop/train/a/loop.png")
     # IDX without classes.txt: a stray label 200 among 0-9; an empty training split.
