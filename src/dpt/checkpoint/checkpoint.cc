@@ -308,20 +308,28 @@ void parse_metadata(const std::string& text, Checkpoint& c, const std::string& s
   }
 }
 
-// The header's body length and the metadata's, checked against `file_bytes`; the offset
-// of the metadata is kHeaderBytes + 8.
-uint64_t metadata_length(std::span<const uint8_t> head, uint64_t file_bytes, const std::string& source) {
-  if (head.size() < sizeof(kMagic) || std::memcmp(head.data(), kMagic, sizeof(kMagic)) != 0) {
+// The header (kHeaderBytes at the start of `bytes`): the magic, a version this dptrain
+// reads, and the body's length, which it returns.
+uint64_t body_length(std::span<const uint8_t> bytes, const std::string& source) {
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     throw CheckpointError("checkpoint " + source + " is not a dptrain checkpoint (no DPTCKPT header)");
   }
-  Reader r(head.subspan(sizeof(kMagic)), source);
-  const uint32_t version = r.get<uint32_t>("the header");
+  if (bytes.size() < kHeaderBytes) damaged(source, "it is truncated to " + std::to_string(bytes.size()) + " bytes");
+  Reader header(bytes.subspan(sizeof(kMagic), kHeaderBytes - sizeof(kMagic)), source);
+  const uint32_t version = header.get<uint32_t>("the header");
   if (version != kFormatVersion) {
     throw CheckpointError("checkpoint " + source + " has format version " + std::to_string(version) +
                           ", this dptrain reads version " + std::to_string(kFormatVersion) +
                           "; resume it with the dptrain that wrote it");
   }
-  const uint64_t body_bytes = r.get<uint64_t>("the header");
+  return header.get<uint64_t>("the header");
+}
+
+// The metadata's length, checked against `file_bytes`; `head`: the file's first
+// kHeaderBytes + 8 bytes (the metadata starts after them).
+uint64_t metadata_length(std::span<const uint8_t> head, uint64_t file_bytes, const std::string& source) {
+  const uint64_t body_bytes = body_length(head, source);
+  Reader r(head.subspan(kHeaderBytes), source);
   const uint64_t meta_bytes = r.get<uint64_t>("the metadata length");
   if (body_bytes > file_bytes || meta_bytes > body_bytes - std::min<uint64_t>(body_bytes, 8)) {
     damaged(source, "its metadata length exceeds the file");
@@ -370,20 +378,11 @@ std::vector<uint8_t> encode(const Checkpoint& c) {
 }
 
 Checkpoint decode(std::span<const uint8_t> bytes, const std::string& source) {
-  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
-    throw CheckpointError("checkpoint " + source + " is not a dptrain checkpoint (no DPTCKPT header)");
-  }
-  if (bytes.size() < kHeaderBytes + kFooterBytes) {
+  if (bytes.size() >= sizeof(kMagic) && bytes.size() < kHeaderBytes + kFooterBytes &&
+      std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0) {
     damaged(source, "it is truncated to " + std::to_string(bytes.size()) + " bytes");
   }
-  Reader header(bytes.subspan(sizeof(kMagic), kHeaderBytes - sizeof(kMagic)), source);
-  const uint32_t version = header.get<uint32_t>("the header");
-  if (version != kFormatVersion) {
-    throw CheckpointError("checkpoint " + source + " has format version " + std::to_string(version) +
-                          ", this dptrain reads version " + std::to_string(kFormatVersion) +
-                          "; resume it with the dptrain that wrote it");
-  }
-  const uint64_t body_bytes = header.get<uint64_t>("the header");
+  const uint64_t body_bytes = body_length(bytes, source);
   const uint64_t actual_body = bytes.size() - kHeaderBytes - kFooterBytes;
   if (body_bytes != actual_body) {
     damaged(source, body_bytes > actual_body
