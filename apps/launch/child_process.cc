@@ -24,7 +24,7 @@ int status_of(int wait_status) {
 }  // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, Output output) {
-  const bool capture = output != Output::ours;
+  const bool capture = output == Output::capture_stderr || output == Output::capture_all;
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -35,6 +35,9 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, Output output) 
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("cannot make a pipe: ") + std::strerror(errno));
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
     if (output == Output::capture_all) posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  } else if (output == Output::quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

@@ -19,6 +19,7 @@ class ChildProcess {
     ours,            // its stdout and stderr are ours
     capture_stderr,  // its stdout is ours; its stderr is read through a pipe (read_lines, read_text)
     capture_all,     // its stdout and stderr together through the pipe (a probe: what mpirun says)
+    quiet,           // its stdout and stderr dropped (/dev/null)
   };
   // Starts argv (argv[0] searched on PATH), its output as `output` says. Throws
   // std::runtime_error when it cannot be started.

@@ -104,12 +104,17 @@ class Probes {
     std::string reason;
   };
 
-  Probes(const LaunchSettings& settings, const std::filesystem::path& dir, const std::vector<Host>& hosts)
+  // `keep_output`: what mpirun prints is read, for failures(); otherwise it is dropped, as
+  // the probes that look for hosts coming back do (mpirun's output through a pipe there
+  // delayed a host's return past the end of the job in tests/multihost/launch.sh).
+  Probes(const LaunchSettings& settings, const std::filesystem::path& dir, const std::vector<Host>& hosts,
+         bool keep_output)
       : timeout_(settings.probe_timeout), deadline_(Clock::now() + seconds(settings.probe_timeout)) {
     for (const Host& host : hosts) {
       const auto file = write_hostfile(dir / ("probe-" + host.name), {{host.name, 1}});
-      auto child = std::make_unique<ChildProcess>(mpirun_argv(settings, file, 1, {"true"}),
-                                                  ChildProcess::Output::capture_all);
+      auto child = std::make_unique<ChildProcess>(
+          mpirun_argv(settings, file, 1, {"true"}),
+          keep_output ? ChildProcess::Output::capture_all : ChildProcess::Output::quiet);
       probes_.push_back({host, std::move(child), false, ""});
     }
   }
@@ -305,7 +310,7 @@ class Launcher {
   // The hosts that answer a probe; throws naming the others and why when they are fewer
   // than --min-hosts.
   std::vector<Host> usable(const std::vector<Host>& hosts, const std::string& when) {
-    Probes probes(settings_, dir_.path(), hosts);
+    Probes probes(settings_, dir_.path(), hosts, /*keep_output=*/true);
     while (!probes.done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::vector<Host> answered = probes.answered();
     if (static_cast<int>(answered.size()) >= settings_.min_hosts) return answered;
@@ -420,7 +425,7 @@ class Launcher {
     } catch (const std::runtime_error&) {
       return nullptr;  // being edited: next time
     }
-    return absent.empty() ? nullptr : std::make_unique<Probes>(settings_, dir_.path(), absent);
+    return absent.empty() ? nullptr : std::make_unique<Probes>(settings_, dir_.path(), absent, /*keep_output=*/false);
   }
 
   const LaunchSettings& settings_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
 
@@ -43,7 +44,7 @@ void check_folder(const std::filesystem::path& dir) {
   if (::access(at.c_str(), W_OK | X_OK) != 0) unusable(dir, std::strerror(errno));
 }
 
-FolderLock::FolderLock(const std::filesystem::path& dir) {
+FolderLock::FolderLock(const std::filesystem::path& dir, std::chrono::milliseconds patience) {
   check_folder(dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -53,6 +54,10 @@ FolderLock::FolderLock(const std::filesystem::path& dir) {
   if (fd_ < 0) {
     throw CheckpointError("cannot write in checkpoint directory " + dir.string() + " (" + std::strerror(errno) +
                           "); pass `checkpoint_dir` a folder this process can write");
+  }
+  const auto give_up = std::chrono::steady_clock::now() + patience;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int saved = errno;

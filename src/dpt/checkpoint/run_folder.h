@@ -8,6 +8,7 @@
 //   another run's checkpoints is refused unless told to share the folder.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -28,7 +29,9 @@ void check_folder(const std::filesystem::path& dir);
 // process holds the lock (naming that process).
 class FolderLock {
  public:
-  explicit FolderLock(const std::filesystem::path& dir);
+  // `patience`: how long a held lock is tried again before the refusal, for a process
+  // restarted just as its predecessor exits (mpirun may return before every rank has).
+  explicit FolderLock(const std::filesystem::path& dir, std::chrono::milliseconds patience = {});
   ~FolderLock();
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;

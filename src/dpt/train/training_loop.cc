@@ -158,7 +158,10 @@ class Checkpointer {
     const bool absent = run_.resume && !run_.start_if_none && !std::filesystem::exists(dir_, ec);
     if (writes_ && !absent) {
       try {
-        lock_ = std::make_unique<checkpoint::FolderLock>(dir_);
+        // A resumed run (dptrain launch restarts with resume_if_any) gives its predecessor
+        // on this host a moment to exit; a fresh one is refused at once.
+        lock_ = std::make_unique<checkpoint::FolderLock>(
+            dir_, run_.resume ? std::chrono::milliseconds(2000) : std::chrono::milliseconds(0));
         const std::vector<std::string> removed = checkpoint::remove_orphaned_temporaries(dir_);
         if (!removed.empty() && run_.warn) {
           run_.warn("removed " + std::to_string(removed.size()) + " temporary file(s) that killed writers left in " +
