@@ -132,7 +132,7 @@ saved=$(sed -n 's/.*checkpoint written to \([^,]*\), rerun.*/\1/p' sigint.log)
 for file in $others; do [[ -f copy/$file ]] || fail "the third run deleted $file of another run"; done
 # A second run on the folder at once is refused; a killed run leaves no lock behind, and the
 # next run removes the temporary files killed writers left.
-"$dptrain" train --data "$fashion" --epochs 1 --progress off --checkpoint-dir busy >busy.log 2>&1 &
+"$dptrain" train --data "$fashion" --epochs 3 --progress off --checkpoint-dir busy >busy.log 2>&1 &  # killed below
 pid=$!
 for _ in $(seq 200); do [[ -e busy/.dptrain.lock ]] && ! flock -n busy/.dptrain.lock true && break; sleep 0.05; done
 expect "checkpoint directory busy is in use by another run (pid $pid); two runs in one folder would replace each other's checkpoints: wait for it to end, or pass a fresh --checkpoint-dir" \
