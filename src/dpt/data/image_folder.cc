@@ -95,16 +95,16 @@ ImageFolder::ImageFolder(const std::filesystem::path& split_dir, const ImageFold
     }
   }
   // The headers tell the channels (and the default size) without decoding the pictures.
-  const std::vector<std::string> problems = check_pictures();
+  const std::vector<Checked> checked = check_pictures();
   int64_t colour = 0;
   size_t kept = 0;
   PictureHeader first;
   for (size_t i = 0; i < files_.size(); ++i) {
-    if (!problems[i].empty()) {
-      if (options_.on_bad_image == OnBadImage::stop) throw DataError(problems[i] + "; " + bad_image_fix());
+    if (!checked[i].problem.empty()) {
+      if (options_.on_bad_image == OnBadImage::stop) throw DataError(checked[i].problem + "; " + bad_image_fix());
       continue;
     }
-    const PictureHeader header = read_picture_header(files_[i]);
+    const PictureHeader& header = checked[i].header;
     if (kept == 0) first = header;
     colour += header.channels >= 3;
     files_[kept] = files_[i];
@@ -136,16 +136,17 @@ DataInfo ImageFolder::info() const {
   return info;
 }
 
-std::vector<std::string> ImageFolder::check_pictures() const {
-  std::vector<std::string> problems(files_.size());
+std::vector<ImageFolder::Checked> ImageFolder::check_pictures() const {
+  std::vector<Checked> checked(files_.size());
   const auto check = [&](size_t i) {
     const std::string source = in_quotes(files_[i]);
-    const PictureHeader header = read_picture_header(files_[i]);
+    const PictureHeader header = checked[i].header = read_picture_header(files_[i]);
+    std::string& problem_text = checked[i].problem;
     const char* problem = header.channels == 0 ? "neither libjpeg-turbo nor stb_image reads it"
                           : !header.ends_whole ? "the file ends before the picture does (cut short)"
                                                : nullptr;
     if (problem) {
-      problems[i] = "cannot decode picture " + source + ": " + problem;
+      problem_text = "cannot decode picture " + source + ": " + problem;
       return;
     }
     try {
@@ -154,7 +155,7 @@ std::vector<std::string> ImageFolder::check_pictures() const {
       // can read well over damaged data, so each picture is decoded once here.
       if (options_.on_bad_image == OnBadImage::skip) decode_picture(read_file(files_[i]), source, options_.max_pixels);
     } catch (const DataError& e) {
-      problems[i] = e.what();
+      problem_text = e.what();
     }
   };
   const size_t threads = options_.on_bad_image == OnBadImage::skip
@@ -167,7 +168,8 @@ std::vector<std::string> ImageFolder::check_pictures() const {
   std::vector<std::jthread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
-  return problems;
+  pool.clear();  // joins: every check has written its result
+  return checked;
 }
 
 std::vector<uint8_t> ImageFolder::decode(int64_t index) const {

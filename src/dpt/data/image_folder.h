@@ -59,9 +59,13 @@ class ImageFolder : public Dataset {
 
  private:
   struct Cache;
-  // Per file, why it cannot be used (empty: it can): an unreadable header, a file cut
-  // short, a size past max_pixels, and under skip data that does not decode.
-  std::vector<std::string> check_pictures() const;
+  // Per file, its header and why it cannot be used (empty: it can): an unreadable header, a
+  // file cut short, a size past max_pixels, and under skip data that does not decode.
+  struct Checked {
+    PictureHeader header;
+    std::string problem;
+  };
+  std::vector<Checked> check_pictures() const;
   // The example's CHW bytes; throws DataError naming the file when it does not decode.
   std::vector<uint8_t> decode(int64_t index) const;
   // The example's CHW bytes, from the cache or decoded into `scratch` (and cached if room).
