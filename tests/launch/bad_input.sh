@@ -59,9 +59,11 @@ expect_cli 109 "The following arguments were not expected: --epochs --checkpoint
 dptrain train's flags go after --: dptrain launch --min-hosts 1 --hostfile $work/hosts -- --epochs 2 --checkpoint-dir '$work/a b'" \
   launch --min-hosts 1 --epochs 2 --hostfile "$work/hosts" --checkpoint-dir "$work/a b"
 # A host that cannot be reached (a name that resolves nowhere: .invalid, RFC 2606) leaves one
-# of two: fewer than --min-hosts 2. mpirun says why at once (the remote shell's words).
+# of two: fewer than --min-hosts 2. Why is the remote shell's words when the name fails to
+# resolve at once, or no answer within the probe's 5 s when the resolver itself waits (it
+# did under load): either is right here.
 printf 'localhost slots=1\nnohost.invalid slots=1\n' >"$work/unreachable"
-expect_like "only 1 of 2 hosts in $work/unreachable answer at the start (nohost.invalid: mpirun refused: ?*); --min-hosts is 2" \
+expect_like "only 1 of 2 hosts in $work/unreachable answer at the start (nohost.invalid: ?*); --min-hosts is 2" \
   launch --hostfile "$work/unreachable" --min-hosts 2 --probe-timeout 5 --mpirun-args "$mpirun_args" -- \
   --checkpoint-dir "$work/ckpt"
 # A host whose mpirun does not end in time: no answer (an mpirun that waits).
