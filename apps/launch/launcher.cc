@@ -94,7 +94,10 @@ std::string first_meaningful_line(const std::string& output) {
 // Probes of hosts, all at once: `mpirun -np 1 true` on each needs what a run needs (the
 // remote shell, the daemon and its connection back to mpirun), and must end within the
 // probe timeout. Polled, so that the launcher watches its job meanwhile. What mpirun
-// prints is kept, to say why a host did not answer.
+// prints is kept, to say why a host did not answer. A probe that fails at once is tried
+// once more within the timeout: mpiruns started together share Open MPI's session
+// directory, and one that exits early may remove it while another creates its own ("A
+// call to mkdir was unable to create the desired directory").
 class Probes {
  public:
   // A host whose probe failed, and why: "no answer to mpirun within 10 s" (it ran out of
@@ -112,10 +115,12 @@ class Probes {
       : timeout_(settings.probe_timeout), deadline_(Clock::now() + seconds(settings.probe_timeout)) {
     for (const Host& host : hosts) {
       const auto file = write_hostfile(dir / ("probe-" + host.name), {{host.name, 1}});
-      auto child = std::make_unique<ChildProcess>(
-          mpirun_argv(settings, file, 1, {"true"}),
-          keep_output ? ChildProcess::Output::capture_all : ChildProcess::Output::quiet);
-      probes_.push_back({host, std::move(child), false, ""});
+      Probe probe;
+      probe.host = host;
+      probe.argv = mpirun_argv(settings, file, 1, {"true"});
+      probe.mode = keep_output ? ChildProcess::Output::capture_all : ChildProcess::Output::quiet;
+      probe.child = std::make_unique<ChildProcess>(probe.argv, probe.mode);
+      probes_.push_back(std::move(probe));
     }
   }
   // Whether every probe has ended (those past the deadline are ended here).
@@ -123,8 +128,14 @@ class Probes {
     bool all = true;
     for (Probe& probe : probes_) {
       take_output(probe);  // a pipe that fills would stop mpirun
-      if (probe.child->poll()) {
+      if (const std::optional<int> status = probe.child->poll()) {
         take_output(probe);  // what it printed last
+        if (*status != 0 && !probe.retried && Clock::now() < deadline_) {
+          probe.retried = true;
+          probe.output.clear();
+          probe.child = std::make_unique<ChildProcess>(probe.argv, probe.mode);
+          all = false;
+        }
         continue;
       }
       if (Clock::now() < deadline_) {
@@ -168,7 +179,10 @@ class Probes {
  private:
   struct Probe {
     Host host;
+    std::vector<std::string> argv;
+    ChildProcess::Output mode = ChildProcess::Output::quiet;
     std::unique_ptr<ChildProcess> child;
+    bool retried = false;  // a probe that failed at once is run a second time
     bool timed_out = false;
     std::string output;  // what mpirun printed (its first 64 KiB)
   };
