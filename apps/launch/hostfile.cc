@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "dpt/core/text.h"
+
 namespace dpt::cli::launch {
 
 namespace {
@@ -68,22 +70,6 @@ void check_regular(const std::filesystem::path& file) {
 }
 
 }  // namespace
-
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::vector<Host> read_hostfile(const std::filesystem::path& file) {
   check_regular(file);

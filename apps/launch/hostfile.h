@@ -18,12 +18,8 @@ struct Host {
 // Throws std::runtime_error naming the file (and the line) when it cannot be read, is not
 // a regular file (a folder, a pipe, a device), holds a NUL byte (not a text file), names
 // no host, or has a line that is not "NAME [slots=N]" with N >= 1 (a control byte in it
-// included). The messages quote the file's text through printable().
+// included). The messages quote the file's text through dpt::printable (core/text.h).
 std::vector<Host> read_hostfile(const std::filesystem::path& file);
-
-// `text` with its control bytes (below 0x20, and 0x7f) written as \xNN: what a message
-// quotes from a file or another program's output, which may hold anything.
-std::string printable(std::string_view text);
 
 // "NAME slots=N" lines for mpirun --hostfile.
 std::string hostfile_text(const std::vector<Host>& hosts);

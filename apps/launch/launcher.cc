@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "dpt/checkpoint/checkpoint_dir.h"
+#include "dpt/core/text.h"
 #include "dpt/checkpoint/group_checkpoints.h"
 #include "launch/child_process.h"
 

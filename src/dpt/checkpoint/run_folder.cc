@@ -22,10 +22,6 @@ std::string holder_of(int fd) {
   return got > 0 ? std::string(text, static_cast<size_t>(got)) : std::string();
 }
 
-}  // namespace
-
-namespace {
-
 [[noreturn]] void unusable(const std::filesystem::path& dir, const std::string& why) {
   throw CheckpointError("cannot use checkpoint directory " + dir.string() + " (" + why +
                         "); pass `checkpoint_dir` a folder this process can create and write");
